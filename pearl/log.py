@@ -1,0 +1,35 @@
+"""Logging set-up and throughput reporting for long-running stages."""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+
+
+def get_logger(name: str) -> logging.Logger:
+    return logging.getLogger(f"pearl.{name}")
+
+
+def configure_logging(level: int = logging.INFO) -> None:
+    logging.basicConfig(level=level, format="%(asctime)s %(name)s: %(message)s", datefmt="%H:%M:%S")
+
+
+@dataclass
+class Stopwatch:
+    """Wall time of a piece of work and its rate, for logs and metrics."""
+
+    started: float = field(default_factory=time.perf_counter)
+
+    @property
+    def seconds(self) -> float:
+        return time.perf_counter() - self.started
+
+    def rate(self, count: int) -> float:
+        return count / max(self.seconds, 1e-9)
+
+    def report(self, logger: logging.Logger, count: int, unit: str) -> dict[str, float]:
+        seconds = self.seconds
+        rate = count / max(seconds, 1e-9)
+        logger.info("%d %s in %.1f s (%.1f %s/s)", count, unit, seconds, rate, unit)
+        return {"seconds": round(seconds, 2), f"{unit}_per_s": round(rate, 1)}

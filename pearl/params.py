@@ -1,0 +1,132 @@
+"""The typed schema of params.yaml, read once per run and passed down as frozen dataclasses.
+
+Every key must be present (DVC tracks only what the file lists, so a default hidden here
+would change results without `dvc params diff` showing it) and no unknown key is allowed
+(a typo such as `parse.min_frek` must fail, not be ignored). Values are cast the way DVC
+writes them: `-S train.lr=3e-5` arrives as the string "3e-5".
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic.dataclasses import dataclass
+
+from pearl.errors import PearlError
+
+_SCHEMA = ConfigDict(extra="forbid", frozen=True)
+
+PositiveInt = Annotated[int, Field(ge=1)]
+NonNegativeInt = Annotated[int, Field(ge=0)]
+
+
+@dataclass(config=_SCHEMA)
+class BaseParams:
+    seed: NonNegativeInt
+    device: Literal["auto", "cpu", "cuda"]
+
+
+@dataclass(config=_SCHEMA)
+class CorpusParams:
+    source: Literal["wiki-vital", "wikipedia", "files"]
+    max_docs: PositiveInt | None
+    files: list[str]
+    text_field: str
+    hf_dataset: str
+    hf_config: str
+    spacy_model: str
+    batch_size: PositiveInt
+    min_sentence_chars: PositiveInt
+    max_sentence_chars: PositiveInt
+    long_sentences: Literal["skip", "error"]
+
+
+@dataclass(config=_SCHEMA)
+class ParseParams:
+    backend: Literal["spacy", "benepar"]
+    spacy_model: str
+    benepar_model: str
+    min_freq: PositiveInt
+    min_words: PositiveInt
+    max_words: PositiveInt
+    max_chars: PositiveInt
+    batch_size: PositiveInt
+    n_process: PositiveInt
+
+
+@dataclass(config=_SCHEMA)
+class TypingParams:
+    backend: Literal["spacy", "transformers"]
+    spacy_model: str
+    hf_model: str
+    batch_size: PositiveInt
+
+
+@dataclass(config=_SCHEMA)
+class Params:
+    base: BaseParams
+    corpus: CorpusParams
+    parse: ParseParams
+    typing: TypingParams
+
+    def __post_init__(self) -> None:
+        if self.parse.min_words > self.parse.max_words:
+            raise PearlError(
+                f"params: parse.min_words ({self.parse.min_words}) exceeds "
+                f"parse.max_words ({self.parse.max_words})"
+            )
+        if self.corpus.min_sentence_chars > self.corpus.max_sentence_chars:
+            raise PearlError(
+                "params: corpus.min_sentence_chars exceeds corpus.max_sentence_chars"
+            )
+        if self.corpus.source == "files" and not self.corpus.files:
+            raise PearlError("params: corpus.source is 'files' but corpus.files is empty")
+
+
+_ADAPTER = TypeAdapter(Params)
+
+
+def _one_line(error: ValidationError, origin: str) -> str:
+    first = error.errors()[0]
+    key = ".".join(str(part) for part in first["loc"])
+    kind = first["type"]
+    if kind == "extra_forbidden":
+        return f"{origin}: unknown key '{key}' (a typo? see params.yaml for the valid keys)"
+    if kind == "missing":
+        return f"{origin}: key '{key}' is missing"
+    more = f" (and {error.error_count() - 1} more)" if error.error_count() > 1 else ""
+    return f"{origin}: {key}={first.get('input')!r}: {first['msg']}{more}"
+
+
+def parse_params(raw: Any, origin: str = "params") -> Params:
+    if not isinstance(raw, dict):
+        raise PearlError(f"{origin}: expected a mapping of sections, got {type(raw).__name__}")
+    try:
+        return _ADAPTER.validate_python(raw)
+    except ValidationError as error:
+        raise PearlError(_one_line(error, origin)) from None
+
+
+def set_key(raw: dict, dotted: str, value: Any) -> None:
+    """Set `section.key` in a raw params mapping, as `dvc exp run -S` does."""
+    *parents, leaf = dotted.split(".")
+    node = raw
+    for part in parents:
+        node = node.setdefault(part, {})
+    node[leaf] = value
+
+
+def load_params(path: str | Path = "params.yaml", overrides: dict[str, Any] | None = None) -> Params:
+    path = Path(path)
+    if not path.is_file():
+        raise PearlError(f"{path}: params file not found (run from the project root or pass --params)")
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as error:
+        raise PearlError(f"{path}: not valid YAML ({str(error).splitlines()[0]})") from None
+    for dotted, value in (overrides or {}).items():
+        set_key(raw, dotted, value)
+    return parse_params(raw, origin=str(path))

@@ -1,0 +1,78 @@
+"""Phrase extraction over batches of sentences, with either parser backend.
+
+Each worker process builds its parser once (`init_worker`) and returns only counts, so
+what crosses process boundaries is small.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from dataclasses import dataclass
+
+from spacy.language import Language
+
+from pearl.errors import PearlError
+from pearl.params import ParseParams
+from pearl.parse.dependency_constituents import sentence_constituents
+from pearl.parse.phrases import PhraseRules, sentence_phrases
+from pearl.parse.tree_constituents import tree_spans
+from pearl.spacy_models import load_spacy
+
+
+@dataclass
+class Parser:
+    nlp: Language
+    backend: str
+    rules: PhraseRules
+    batch_size: int
+
+
+def build_parser(p: ParseParams) -> Parser:
+    rules = PhraseRules(p.min_words, p.max_words, p.max_chars)
+    if p.backend == "spacy":
+        nlp = load_spacy(p.spacy_model, keep=("tok2vec", "tagger", "parser", "attribute_ruler"))
+        return Parser(nlp, "spacy", rules, p.batch_size)
+    nlp = load_spacy(p.spacy_model, keep=("senter",))
+    import benepar  # noqa: F401  registers the "benepar" spaCy factory
+
+    try:
+        nlp.add_pipe("benepar", config={"model": p.benepar_model})
+    except LookupError:
+        raise PearlError(
+            f"benepar model '{p.benepar_model}' is not installed: run "
+            f"`python -c \"import benepar; benepar.download('{p.benepar_model}')\"` "
+            "(needs internet), or set parse.backend=spacy"
+        ) from None
+    return Parser(nlp, "benepar", rules, p.batch_size)
+
+
+def _spans(backend: str, sent) -> list[tuple[str, int, int]]:
+    if backend == "spacy":
+        return sentence_constituents(sent)
+    leaves, spans = tree_spans(sent._.parse_string)
+    if len(leaves) != len(sent):
+        raise PearlError(f"benepar tree has {len(leaves)} leaves for {len(sent)} tokens: {sent.text[:80]!r}")
+    return [(label, sent.start + start, sent.start + end) for label, start, end in spans]
+
+
+def extract(parser: Parser, sentences: list[str]) -> Counter:
+    """Counts of (phrase, lex_type) occurrences in `sentences`."""
+    counts: Counter = Counter()
+    for doc in parser.nlp.pipe(sentences, batch_size=parser.batch_size):
+        for sent in doc.sents:
+            counts.update(sentence_phrases(doc, _spans(parser.backend, sent), parser.rules))
+    return counts
+
+
+_worker_parser: Parser | None = None
+
+
+def init_worker(p: ParseParams) -> None:
+    global _worker_parser
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    _worker_parser = build_parser(p)
+
+
+def extract_in_worker(sentences: list[str]) -> tuple[int, Counter]:
+    return len(sentences), extract(_worker_parser, sentences)

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Idempotent set-up of a fresh machine: WordNet from Debian (when root), the virtual
+# environment with the pinned packages, and the nltk_data folder nltk reads WordNet from.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+missing=()
+for pkg in wordnet-base wordnet-sense-index; do
+  dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "setup: installing ${missing[*]}" >&2
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+  else
+    echo "setup: warning: not root, cannot install ${missing[*]} (WordNet synonyms need them)" >&2
+  fi
+fi
+
+# torch 2.13.0 is shipped as a CPU wheel for CPython 3.11 on this machine kind.
+python=${PEARL_PYTHON:-python3.11}
+[ -x .venv/bin/python ] || "$python" -m venv .venv
+
+stamp=.venv/.pearl-install-hash
+want=$(cat pyproject.toml constraints.txt | sha256sum | cut -d' ' -f1)
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  echo "setup: installing Python packages into .venv" >&2
+  .venv/bin/python -m pip install -q --disable-pip-version-check -c constraints.txt -e ".[dev]"
+  echo "$want" >"$stamp"
+fi
+
+# nltk only reads WordNet from its own data folders, and needs a lexnames file Debian lacks.
+wn_src=/usr/share/wordnet
+wn_dst=nltk_data/corpora/wordnet
+if [ -f "$wn_src/data.noun" ] && [ ! -f "$wn_dst/lexnames" ]; then
+  mkdir -p "$wn_dst"
+  cp "$wn_src"/*.* "$wn_dst"/
+  .venv/bin/python -m pearl.wordnet_lexnames "$wn_dst/lexnames"
+fi

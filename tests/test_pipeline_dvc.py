@@ -1,0 +1,66 @@
+"""The DVC pipeline end to end on a small mixed-script corpus, in a scratch copy of the repo."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+import yaml
+
+from tests.conftest import ROOT
+
+SENTENCES = [
+    "The New York Times is a newspaper in New York City.",
+    "Stanley Kubrick directed the film in 1968.",
+    "Москва — столица России, and the city of Tokyo (東京) is the capital of Japan 🗾.",
+    "Emoji such as 🎉 appear in the capital of France, café culture, naïve art and Zürich.",
+    "The الإسكندرية library was very large.",
+]
+
+
+def _run(args, cwd, env):
+    result = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    return result.stdout
+
+
+@pytest.mark.slow
+def test_dvc_repro_then_noop_then_experiment(tmp_path):
+    repo = tmp_path / "repo"
+    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    for name in tracked:
+        if name.startswith(("data/", "metrics/")) or name == "dvc.lock":
+            continue
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / name, repo / name)
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps({"text": " ".join(SENTENCES)}) + "\n" for _ in range(3)))
+    params = yaml.safe_load((repo / "params.yaml").read_text())
+    params["corpus"].update(source="files", files=[str(corpus)])
+    params["parse"]["n_process"] = 1
+    (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    _run(["git", "init", "-q"], repo, env)
+    _run([*git, "add", "-A"], repo, env)
+    _run([*git, "commit", "-qm", "init"], repo, env)
+
+    _run(["dvc", "repro"], repo, env)
+    typed = pl.read_parquet(repo / "data/typed/phrases.parquet")
+    assert typed.height > 5 and typed["label_id"].is_between(0, 94).all() and (typed["freq"] >= 2).all()
+    labels = dict(zip(typed["phrase"], typed["label"]))
+    assert labels["The New York Times"] == "NP-ORG" and labels["in 1968"] == "PP-OTHER"
+    assert {"Москва", "東京", "the capital of Japan 🗾", "naïve art"} <= labels.keys()
+    assert "up to date" in _run(["dvc", "repro"], repo, env)
+
+    _run([*git, "add", "-A"], repo, env)
+    _run([*git, "commit", "-qm", "first run"], repo, env)
+    _run(["dvc", "exp", "run", "-S", "parse.min_freq=4"], repo, env)
+    diff = _run(["dvc", "metrics", "diff", "--json"], repo, env)
+    changed = json.loads(diff)["metrics/parse.json"]["phrases"]
+    assert changed["new"] < changed["old"]

@@ -76,5 +76,60 @@ def typing_(params: ParamsOption = Path("params.yaml"), set_: SetOption = None) 
     _run(stage.run, params, set_)
 
 
+@app.command()
+def bench(
+    model: Annotated[str, typer.Option(help="HF model id or sentence-transformers directory")],
+    tasks: Annotated[str, typer.Option(help="comma-separated tasks; default: bench.tasks")] = "",
+    out: Annotated[Path | None, typer.Option(help="write <task>.json files here")] = None,
+    params: ParamsOption = Path("params.yaml"),
+    set_: SetOption = None,
+) -> None:
+    """Evaluate any phrase encoder on the benchmark tasks, outside DVC; prints a table."""
+    from pearl.bench.run import build_context, run_tasks
+
+    def evaluate(p: Params) -> None:
+        chosen = [t.strip() for t in tasks.split(",") if t.strip()] or p.bench.tasks
+        results = run_tasks(build_context(p, model), chosen, out)
+        width = max(map(len, results))
+        typer.echo(f"{'task':<{width}}  score    std      n")
+        for task, r in results.items():
+            std = f"{r['std']:6.2f}" if "std" in r else "     –"
+            typer.echo(f"{task:<{width}}  {r['score']:6.2f}  {std}  {r['n']}")
+
+    _run(evaluate, params, set_)
+
+
+@app.command("bench-task", hidden=True)
+def bench_task(
+    system: Annotated[str, typer.Argument(help="base (the untuned backbone) or string (Jaccard baseline)")],
+    task: Annotated[str, typer.Argument(help="one of bench.tasks")],
+    params: ParamsOption = Path("params.yaml"),
+    set_: SetOption = None,
+) -> None:
+    """One task for one system → metrics/bench/<system>/<task>.json (the DVC bench stages)."""
+    from pearl.bench.run import build_context, run_tasks
+
+    def evaluate(p: Params) -> None:
+        models = {"base": p.model.backbone, "string": None}
+        if system not in models:
+            raise PearlError(f"unknown system {system!r}: base or string")
+        run_tasks(build_context(p, models[system]), [task], Path("metrics/bench") / system)
+
+    _run(evaluate, params, set_)
+
+
+@app.command()
+def report(params: ParamsOption = Path("params.yaml"), set_: SetOption = None) -> None:
+    """Summarise the benchmark metrics → metrics/summary.json and metrics/summary.md."""
+    from pearl.bench.report import write_report
+
+    def summarise(p: Params) -> None:
+        write_report(Path("metrics/bench"), p.bench.tasks, p.bench.string_tasks, p.model.backbone,
+                     Path("metrics/summary.json"), Path("metrics/summary.md"))
+        typer.echo(Path("metrics/summary.md").read_text())
+
+    _run(summarise, params, set_)
+
+
 def main(args: list[str] | None = None) -> None:
     app(args=args)

@@ -13,6 +13,8 @@ def get_logger(name: str) -> logging.Logger:
 
 def configure_logging(level: int = logging.INFO) -> None:
     logging.basicConfig(level=level, format="%(asctime)s %(name)s: %(message)s", datefmt="%H:%M:%S")
+    # faiss logs each CPU-specific build it tries before the one that loads
+    logging.getLogger("faiss.loader").setLevel(logging.WARNING)
 
 
 @dataclass

@@ -15,6 +15,7 @@ import yaml
 from pydantic import ConfigDict, Field, TypeAdapter, ValidationError
 from pydantic.dataclasses import dataclass
 
+from pearl.bench.task_names import ALL_TASKS, STRING_TASKS
 from pearl.errors import PearlError
 
 _SCHEMA = ConfigDict(extra="forbid", frozen=True)
@@ -66,11 +67,39 @@ class TypingParams:
 
 
 @dataclass(config=_SCHEMA)
+class ModelParams:
+    backbone: str
+    prefix: str
+
+
+@dataclass(config=_SCHEMA)
+class BenchParams:
+    data_dir: str
+    short_text_dir: str
+    tasks: list[str]
+    string_tasks: list[str]
+    batch_size: PositiveInt
+    max_length: PositiveInt
+    yago_kb: str | None
+    umls_kb: str | None
+    hf_dataset: str
+    ppdb_seeds: PositiveInt
+    atis_seeds: PositiveInt
+    probe_lr: Annotated[float, Field(gt=0)]
+    probe_batch_size: PositiveInt
+    probe_patience: PositiveInt
+    probe_max_epochs: PositiveInt
+    kmeans_inits: PositiveInt
+
+
+@dataclass(config=_SCHEMA)
 class Params:
     base: BaseParams
     corpus: CorpusParams
     parse: ParseParams
     typing: TypingParams
+    model: ModelParams
+    bench: BenchParams
 
     def __post_init__(self) -> None:
         if self.parse.min_words > self.parse.max_words:
@@ -84,6 +113,12 @@ class Params:
             )
         if self.corpus.source == "files" and not self.corpus.files:
             raise PearlError("params: corpus.source is 'files' but corpus.files is empty")
+        for key, allowed in (("tasks", ALL_TASKS), ("string_tasks", STRING_TASKS)):
+            unknown = [t for t in getattr(self.bench, key) if t not in allowed]
+            if unknown:
+                raise PearlError(
+                    f"params: bench.{key} has unknown task(s) {', '.join(unknown)} (valid: {', '.join(allowed)})"
+                )
 
 
 _ADAPTER = TypeAdapter(Params)

@@ -28,10 +28,22 @@ def _run(args, cwd, env):
     return result.stdout
 
 
+def _toy_benchmark(folder: Path) -> None:
+    (folder / "turney").mkdir(parents=True)
+    (folder / "turney" / "turney.txt").write_text(
+        "double star | binary | double | star | dual | lumen | neutralism | keratoplasty\n"
+        "bass fiddle | contrabass | bass | fiddle | pitch | violin | speedway | snood\n"
+    )
+    (folder / "bird").mkdir()
+    header = "pair\tterm1\tterm2\tterm2: unigram or bigram\tsource\trelation\trelatedness score\tpos\n"
+    rows = [("access information", "information access", 0.62), ("acid rain", "rain", 0.4), ("acid rain", "banana", 0.05)]
+    (folder / "bird" / "bird.txt").write_text(header + "".join(f"x\t{a}\t{b}\tbigram\ts\tNone\t{r}\tn-n\n" for a, b, r in rows))
+
+
 @pytest.mark.slow
 def test_dvc_repro_then_noop_then_experiment(tmp_path):
     repo = tmp_path / "repo"
-    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    tracked = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
     for name in tracked:
         if name.startswith(("data/", "metrics/")) or name == "dvc.lock":
             continue
@@ -42,6 +54,8 @@ def test_dvc_repro_then_noop_then_experiment(tmp_path):
     params = yaml.safe_load((repo / "params.yaml").read_text())
     params["corpus"].update(source="files", files=[str(corpus)])
     params["parse"]["n_process"] = 1
+    _toy_benchmark(tmp_path / "bench")
+    params["bench"].update(data_dir=str(tmp_path / "bench"), tasks=["turney", "bird"], string_tasks=["turney", "bird"])
     (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
 
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
@@ -51,6 +65,9 @@ def test_dvc_repro_then_noop_then_experiment(tmp_path):
     _run([*git, "commit", "-qm", "init"], repo, env)
 
     _run(["dvc", "repro"], repo, env)
+    summary = json.loads((repo / "metrics/summary.json").read_text())
+    assert set(summary) == {"base", "string"} and set(summary["base"]) == {"turney", "bird"}
+    assert "| String distance (Jaccard, 3-grams) |" in (repo / "metrics/summary.md").read_text()
     typed = pl.read_parquet(repo / "data/typed/phrases.parquet")
     assert typed.height > 5 and typed["label_id"].is_between(0, 94).all() and (typed["freq"] >= 2).all()
     labels = dict(zip(typed["phrase"], typed["label"]))

@@ -1,0 +1,202 @@
+"""Loaders of the benchmark data files; a missing file names itself and the param to change."""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from pearl.errors import PearlError
+
+BENCHMARK_README = "see ../shared/pearl-benchmark/README.md"
+
+
+def _require(path: Path, param: str) -> Path:
+    if not path.is_file():
+        raise PearlError(f"{path} is missing: set {param} to the folder that holds it ({BENCHMARK_README})")
+    return path
+
+
+@dataclass(frozen=True)
+class PairData:
+    left: list[str]
+    right: list[str]
+    labels: list[int]
+
+
+def load_ppdb(data_dir: Path, filtered: bool) -> PairData:
+    path = _require(data_dir / "ppdb" / ("ppdb_filtered.json" if filtered else "ppdb.json"), "bench.data_dir")
+    try:
+        rows = json.loads(path.read_text(encoding="utf-8"))
+        return PairData(
+            [str(r[0]) for r in rows], [str(r[1]) for r in rows], [1 if r[2] == "pos" else 0 for r in rows]
+        )
+    except (json.JSONDecodeError, IndexError, TypeError):
+        raise PearlError(f"{path}: expected a JSON list of [phrase1, phrase2, 'pos'|'neg', ...]") from None
+
+
+@dataclass(frozen=True)
+class ChoiceItem:
+    query: str
+    candidates: list[str]  # the gold first
+    gold: int = 0
+
+
+def load_turney(data_dir: Path) -> list[ChoiceItem]:
+    path = _require(data_dir / "turney" / "turney.txt", "bench.data_dir")
+    items = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        fields = [f.strip() for f in line.split(" | ")]
+        if len(fields) < 5:
+            raise PearlError(f"{path}:{number}: expected 'bigram | gold | w1 | w2 | distractors...'")
+        # columns 2-3 are the bigram's own words: not candidates
+        items.append(ChoiceItem(fields[0], [fields[1], *fields[4:]]))
+    return items
+
+
+@dataclass(frozen=True)
+class ScoredPairs:
+    left: list[str]
+    right: list[str]
+    scores: list[float]
+
+
+def load_bird(data_dir: Path) -> ScoredPairs:
+    path = _require(data_dir / "bird" / "bird.txt", "bench.data_dir")
+    with path.open(encoding="utf-8", newline="") as handle:
+        rows = list(csv.DictReader(handle, delimiter="\t"))
+    if not rows or not {"term1", "term2", "relatedness score"} <= rows[0].keys():
+        raise PearlError(f"{path}: expected a TSV header with term1, term2 and 'relatedness score'")
+    return ScoredPairs(
+        [r["term1"] for r in rows], [r["term2"] for r in rows], [float(r["relatedness score"]) for r in rows]
+    )
+
+
+@dataclass(frozen=True)
+class RetrievalData:
+    mentions: list[str]
+    gold: list[str]
+    dictionary: list[str]
+    dictionary_source: str
+
+
+def load_lines(path: Path) -> list[str]:
+    return [line.split("\t")[0].strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def load_retrieval(data_dir: Path, task: str, kb: Path | None) -> RetrievalData:
+    path = _require(data_dir / task / f"{task}_test_samples.txt", "bench.data_dir")
+    mentions, gold = [], []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        fields = line.split("\t")
+        if len(fields) < 2:
+            raise PearlError(f"{path}:{number}: expected 'mention<TAB>canonical name'")
+        mentions.append(fields[0].strip())
+        gold.append(fields[1].strip())
+    if kb is None:
+        names, source = gold, f"canonical names of {path.name}"
+    else:
+        names, source = load_lines(_require(kb, f"bench.{task}_kb")) + gold, f"knowledge base {kb.name}"
+    # the gold names are always in the dictionary: retrieval can only fail by ranking
+    return RetrievalData(mentions, gold, list(dict.fromkeys(names)), source)
+
+
+@dataclass(frozen=True)
+class ClusteringData:
+    phrases: list[str]
+    labels: list[int]
+    types: list[str]
+
+
+CLUSTER_TYPES = {"conll2003": ("PER", "LOC", "ORG"), "bc5cdr": ("Chemical", "Disease")}
+
+
+def load_clustering(data_dir: Path, task: str) -> ClusteringData:
+    """Every entity mention of the kept types (not deduplicated), as the paper's evaluation."""
+    path = _require(data_dir / task / "test.json", "bench.data_dir")
+    types = CLUSTER_TYPES[task]
+    phrases, labels = [], []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+            tokens = [token for sentence in record["sentences"] for token in sentence]
+            spans = [span for sentence in record["ner"] for span in sentence]
+        except (json.JSONDecodeError, KeyError, TypeError):
+            raise PearlError(f"{path}:{number}: expected JSON with 'sentences' and 'ner'") from None
+        for start, end, kind in spans:  # end inclusive, offsets into the whole document
+            if kind in types:
+                phrases.append(" ".join(tokens[start:end + 1]))
+                labels.append(types.index(kind))
+    return ClusteringData(phrases, labels, list(types))
+
+
+@dataclass(frozen=True)
+class JoinData:
+    name: str
+    left: list[str]
+    right: list[str]  # right titles that have a ground-truth match
+    gold: list[str]   # the matching left title of each
+
+
+def autofj_names() -> list[str]:
+    from importlib.util import find_spec
+
+    spec = find_spec("autofj")
+    if spec is None:
+        raise PearlError("the PyPI package autofj is not installed: run `bash scripts/setup.sh`")
+    root = Path(next(iter(spec.submodule_search_locations))) / "benchmark"
+    return sorted(p.name for p in root.iterdir() if (p / "gt.csv").is_file())
+
+
+def load_autofj(name: str) -> JoinData:
+    from autofj.datasets import load_data
+
+    left, right, gt = load_data(name)
+    left_titles = [str(t) for t in left["title"].dropna()]
+    gold = dict(zip(gt["title_r"].astype(str), gt["title_l"].astype(str)))
+    queries = [str(t) for t in right["title"].dropna() if str(t) in gold]
+    return JoinData(name, left_titles, queries, [gold[q] for q in queries])
+
+
+@dataclass(frozen=True)
+class IntentSplit:
+    texts: list[str]
+    labels: list[int]
+
+
+@dataclass(frozen=True)
+class IntentData:
+    intents: list[str]
+    cut: int  # queries of at most `cut` tokens are short (ATIS-S), longer ones long (ATIS-L)
+    splits: dict[str, tuple[IntentSplit, IntentSplit]]  # split → (short, long)
+
+
+def load_atis(short_text_dir: Path, top: int = 8) -> IntentData:
+    """The `top` most frequent single intents; the cut is the median token count of train."""
+    raw = {}
+    for split in ("train", "dev", "test"):
+        folder = short_text_dir / "atis" / split
+        texts = _require(folder / "seq.in", "bench.short_text_dir").read_text(encoding="utf-8").splitlines()
+        labels = _require(folder / "label", "bench.short_text_dir").read_text(encoding="utf-8").splitlines()
+        if len(texts) != len(labels):
+            raise PearlError(f"{folder}: seq.in and label differ in length")
+        raw[split] = list(zip(texts, labels))
+    frequency = Counter(label for _, label in raw["train"] if "#" not in label)
+    intents = [label for label, _ in frequency.most_common(top)]
+    kept = {s: [(t, intents.index(l)) for t, l in rows if l in intents] for s, rows in raw.items()}
+    lengths = sorted(len(t.split()) for t, _ in kept["train"])
+    cut = lengths[(len(lengths) - 1) // 2]  # the lower median
+    splits = {}
+    for split, rows in kept.items():
+        short = [(t, l) for t, l in rows if len(t.split()) <= cut]
+        long = [(t, l) for t, l in rows if len(t.split()) > cut]
+        splits[split] = tuple(IntentSplit([t for t, _ in part], [l for _, l in part]) for part in (short, long))
+    return IntentData(intents, cut, splits)

@@ -1,0 +1,47 @@
+"""Frozen phrase embeddings from any sentence-transformers directory or Hugging Face encoder."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pearl.errors import PearlError
+from pearl.log import Stopwatch, get_logger
+from pearl.model_ids import resolve_model
+
+log = get_logger("bench")
+
+
+class Embedder:
+    """L2-normalised float32 embeddings; duplicate inputs are encoded once.
+
+    sentence-transformers sorts each call's inputs by length before batching, so padding
+    stays small. A plain HF encoder without sentence-transformers files gets mean pooling.
+    """
+
+    def __init__(self, model: str, prefix: str, batch_size: int, max_length: int, device: str):
+        from sentence_transformers import SentenceTransformer
+
+        self.model_id = model
+        try:
+            self.model = SentenceTransformer(resolve_model(model), device=device)
+        except Exception as error:  # unknown id, offline hub, broken directory
+            first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            raise PearlError(f"model {model!r} could not be loaded ({first})") from None
+        self.model.max_seq_length = min(max_length, self.model.max_seq_length or max_length)
+        self.prefix = prefix
+        self.batch_size = batch_size
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        unique = list(dict.fromkeys(texts))
+        clock = Stopwatch()
+        vectors = self.model.encode(
+            [self.prefix + text for text in unique],
+            batch_size=self.batch_size,
+            show_progress_bar=len(unique) > 2_000,
+            convert_to_numpy=True,
+            normalize_embeddings=True,
+        ).astype(np.float32)
+        if len(unique) > 2_000:
+            clock.report(log, len(unique), "strings")
+        position = {text: i for i, text in enumerate(unique)}
+        return vectors[[position[text] for text in texts]]

@@ -1,0 +1,79 @@
+"""Running benchmark tasks for one encoder (or the string baseline) and recording their metrics."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import torch
+
+from pearl.artifacts import write_json
+from pearl.bench.embedder import Embedder
+from pearl.bench.probe import ProbeSettings
+from pearl.bench.task_names import STRING_TASKS
+from pearl.bench.tasks import TASKS, BenchContext
+from pearl.device import resolve_device
+from pearl.errors import PearlError
+from pearl.log import Stopwatch, get_logger
+from pearl.params import Params
+
+log = get_logger("bench")
+KB_HUB_FILES = {"yago": "data/kb/yago_kb.tsv", "umls": "data/kb/umls_kb.tsv"}
+
+
+def resolve_kb(setting: str | None, task: str, hf_dataset: str) -> Path | None:
+    """None: use the test file's names; "hub": download the paper's dictionary; else a path."""
+    if setting is None:
+        return None
+    if setting != "hub":
+        return Path(setting)
+    from huggingface_hub import hf_hub_download
+
+    try:
+        return Path(hf_hub_download(hf_dataset, KB_HUB_FILES[task], repo_type="dataset"))
+    except Exception as error:
+        raise PearlError(
+            f"bench.{task}_kb=hub: {KB_HUB_FILES[task]} of {hf_dataset} could not be downloaded "
+            f"({type(error).__name__}); give a local path or null"
+        ) from None
+
+
+def build_context(params: Params, model: str | None) -> BenchContext:
+    """`model` is an HF id or directory to embed with, or None for the string baseline."""
+    b = params.bench
+    torch.set_num_threads(os.cpu_count() or 1)
+    embedder = None
+    if model is not None:
+        embedder = Embedder(model, params.model.prefix, b.batch_size, b.max_length, resolve_device(params.base.device))
+    return BenchContext(
+        data_dir=Path(b.data_dir),
+        short_text_dir=Path(b.short_text_dir),
+        seed=params.base.seed,
+        probe=ProbeSettings(lr=b.probe_lr, batch_size=b.probe_batch_size, max_epochs=b.probe_max_epochs, patience=b.probe_patience),
+        ppdb_seeds=b.ppdb_seeds,
+        atis_seeds=b.atis_seeds,
+        kmeans_inits=b.kmeans_inits,
+        kb={task: resolve_kb(getattr(b, f"{task}_kb"), task, b.hf_dataset) for task in KB_HUB_FILES},
+        embedder=embedder,
+    )
+
+
+def run_task(ctx: BenchContext, task: str) -> dict:
+    if task not in TASKS:
+        raise PearlError(f"unknown benchmark task {task!r} (valid: {', '.join(TASKS)})")
+    if ctx.embedder is None and task not in STRING_TASKS:
+        raise PearlError(f"the string baseline cannot run {task!r}: it needs vectors (string tasks: {', '.join(STRING_TASKS)})")
+    clock = Stopwatch()
+    result = TASKS[task](ctx)
+    result["seconds"] = round(clock.seconds, 1)
+    log.info("%s: %s", task, result)
+    return result
+
+
+def run_tasks(ctx: BenchContext, tasks: list[str], out_dir: Path | None) -> dict[str, dict]:
+    results = {}
+    for task in tasks:
+        results[task] = run_task(ctx, task)
+        if out_dir is not None:
+            write_json(results[task], out_dir / f"{task}.json")
+    return results

@@ -1,0 +1,146 @@
+"""The benchmark tasks of the paper's Tables 1 and 2, each scored by one protocol.
+
+Every task returns flat numbers: `score` in percent (accuracy, Pearson r or NMI × 100), `n`
+(items scored) and task-specific counts; tasks with seeds add `std`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from tqdm import tqdm
+
+from pearl.bench import data
+from pearl.bench.embedder import Embedder
+from pearl.bench.metrics import choice_accuracy, kmeans_nmi, pearson, tied_accuracy
+from pearl.bench.probe import ProbeSettings, probe_accuracy
+from pearl.bench.similarity import EmbeddingSimilarity, TrigramJaccard
+from pearl.bench.task_names import ALL_TASKS
+
+
+@dataclass
+class BenchContext:
+    data_dir: Path
+    short_text_dir: Path
+    seed: int
+    probe: ProbeSettings
+    ppdb_seeds: int
+    atis_seeds: int
+    kmeans_inits: int
+    kb: dict[str, Path | None]
+    embedder: Embedder | None = None  # None: the string baseline
+
+    @property
+    def similarity(self) -> EmbeddingSimilarity | TrigramJaccard:
+        return EmbeddingSimilarity(self.embedder) if self.embedder else TrigramJaccard()
+
+    def vectors(self, texts: list[str]) -> np.ndarray:
+        return self.embedder.embed(texts)
+
+
+def _percent(value: float) -> float:
+    return round(100 * float(value), 2)
+
+
+def _seeded(scores: list[float], n: int, **extra) -> dict:
+    return {"score": _percent(np.mean(scores)), "std": _percent(np.std(scores)), "n": n, "seeds": len(scores), **extra}
+
+
+def paraphrase(ctx: BenchContext, filtered: bool) -> dict:
+    """Concatenated frozen embeddings → MLP probe; 70/15/15 split, each seed its own split."""
+    pairs = data.load_ppdb(ctx.data_dir, filtered)
+    vectors = ctx.vectors(pairs.left + pairs.right)
+    features = np.hstack([vectors[: len(pairs.left)], vectors[len(pairs.left):]])
+    labels = np.asarray(pairs.labels)
+    n = len(labels)
+    scores = []
+    for run in tqdm(range(ctx.ppdb_seeds), desc="probe seeds"):
+        order = np.random.default_rng(ctx.seed + run).permutation(n)
+        a, b = int(0.7 * n), int(0.85 * n)
+        parts = [order[:a], order[a:b], order[b:]]
+        split = [(features[p], labels[p]) for p in parts]
+        scores.append(probe_accuracy(*split, classes=2, seed=ctx.seed + run, settings=ctx.probe))
+    return _seeded(scores, n, test_pairs=n - int(0.85 * n))
+
+
+def turney(ctx: BenchContext) -> dict:
+    items = data.load_turney(ctx.data_dir)
+    left = [item.query for item in items for _ in item.candidates]
+    right = [c for item in items for c in item.candidates]
+    flat = ctx.similarity.rowwise(left, right)
+    bounds = np.cumsum([0] + [len(item.candidates) for item in items])
+    per_item = [flat[bounds[i]:bounds[i + 1]] for i in range(len(items))]
+    return {"score": _percent(choice_accuracy(per_item, [item.gold for item in items])), "n": len(items),
+            "candidates": int(np.mean([len(item.candidates) for item in items]))}
+
+
+def bird(ctx: BenchContext) -> dict:
+    pairs = data.load_bird(ctx.data_dir)
+    predicted = ctx.similarity.rowwise(pairs.left, pairs.right)
+    return {"score": _percent(pearson(predicted, np.asarray(pairs.scores))), "n": len(pairs.scores)}
+
+
+def retrieval(ctx: BenchContext, task: str) -> dict:
+    """Top-1 accuracy of the nearest dictionary name (exact search), ties credited 1/k."""
+    dataset = data.load_retrieval(ctx.data_dir, task, ctx.kb[task])
+    tied = ctx.similarity.top_ties(dataset.mentions, dataset.dictionary)
+    position = {name: i for i, name in enumerate(dataset.dictionary)}
+    accuracy = tied_accuracy(tied, [{position[g]} for g in dataset.gold])
+    return {"score": _percent(accuracy), "n": len(dataset.mentions),
+            "dictionary_size": len(dataset.dictionary),
+            "dictionary_is_kb": int(ctx.kb[task] is not None)}
+
+
+def clustering(ctx: BenchContext, task: str) -> dict:
+    dataset = data.load_clustering(ctx.data_dir, task)
+    nmi = kmeans_nmi(ctx.vectors(dataset.phrases), dataset.labels, ctx.kmeans_inits, ctx.seed)
+    return {"score": _percent(nmi), "n": len(dataset.phrases), "clusters": len(dataset.types)}
+
+
+def autofj(ctx: BenchContext) -> dict:
+    """Each right-table title with a match → the nearest left-table title; mean over datasets."""
+    names = data.autofj_names()
+    accuracies, queries = [], 0
+    for name in tqdm(names, desc="autofj datasets"):
+        join = data.load_autofj(name)
+        tied = ctx.similarity.top_ties(join.right, join.left)
+        # a left title can occur more than once: any row with the gold title is right
+        rows_of = {}
+        for i, title in enumerate(join.left):
+            rows_of.setdefault(title, set()).add(i)
+        accuracies.append(tied_accuracy(tied, [rows_of.get(g, set()) for g in join.gold]))
+        queries += len(join.right)
+    return {"score": _percent(np.mean(accuracies)), "n": queries, "datasets": len(names),
+            "min_dataset_score": _percent(min(accuracies))}
+
+
+def intent(ctx: BenchContext, length: str) -> dict:
+    """ATIS-S / ATIS-L: MLP probe trained on train, early-stopped on dev, accuracy on test."""
+    atis = data.load_atis(ctx.short_text_dir)
+    part = 0 if length == "short" else 1
+    splits = [atis.splits[s][part] for s in ("train", "dev", "test")]
+    features = [(ctx.vectors(s.texts), np.asarray(s.labels)) for s in splits]
+    scores = [
+        probe_accuracy(*features, classes=len(atis.intents), seed=ctx.seed + run, settings=ctx.probe)
+        for run in tqdm(range(ctx.atis_seeds), desc="probe seeds")
+    ]
+    return _seeded(scores, len(splits[2].texts), length_cut_tokens=atis.cut, train=len(splits[0].texts))
+
+
+TASKS: dict[str, Callable[[BenchContext], dict]] = {
+    "ppdb": lambda ctx: paraphrase(ctx, filtered=False),
+    "ppdb_filtered": lambda ctx: paraphrase(ctx, filtered=True),
+    "turney": turney,
+    "bird": bird,
+    "yago": lambda ctx: retrieval(ctx, "yago"),
+    "umls": lambda ctx: retrieval(ctx, "umls"),
+    "conll2003": lambda ctx: clustering(ctx, "conll2003"),
+    "bc5cdr": lambda ctx: clustering(ctx, "bc5cdr"),
+    "autofj": autofj,
+    "atis_s": lambda ctx: intent(ctx, "short"),
+    "atis_l": lambda ctx: intent(ctx, "long"),
+}
+assert tuple(TASKS) == ALL_TASKS

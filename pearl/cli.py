@@ -77,6 +77,30 @@ def typing_(params: ParamsOption = Path("params.yaml"), set_: SetOption = None) 
 
 
 @app.command()
+def augment(params: ParamsOption = Path("params.yaml"), set_: SetOption = None) -> None:
+    """Character-, token- and phrase-level variants of each phrase → data/augment/variants.parquet."""
+    from pearl.augment import stage
+
+    _run(stage.run, params, set_)
+
+
+@app.command()
+def candidates(params: ParamsOption = Path("params.yaml"), set_: SetOption = None) -> None:
+    """Each phrase's top-k edit-similar phrases → data/negatives/candidates.parquet."""
+    from pearl.negatives import stage
+
+    _run(stage.run_candidates, params, set_)
+
+
+@app.command()
+def negatives(params: ParamsOption = Path("params.yaml"), set_: SetOption = None) -> None:
+    """Candidates that look alike but mean otherwise → data/negatives/hard_negatives.parquet."""
+    from pearl.negatives import stage
+
+    _run(stage.run_negatives, params, set_)
+
+
+@app.command()
 def bench(
     model: Annotated[str, typer.Option(help="HF model id or sentence-transformers directory")],
     tasks: Annotated[str, typer.Option(help="comma-separated tasks; default: bench.tasks")] = "",

@@ -67,6 +67,41 @@ class TypingParams:
 
 
 @dataclass(config=_SCHEMA)
+class AugmentParams:
+    max_variants_per_method: PositiveInt
+    nltk_data: str
+    synonym_threshold: Annotated[float, Field(gt=0, lt=1)]
+    synonym_topn: PositiveInt
+    fasttext_path: str | None
+    fasttext_limit: PositiveInt
+    fasttext_dim: PositiveInt
+    fasttext_epochs: PositiveInt
+    fasttext_min_count: PositiveInt
+    phrase_backend: Literal["offline", "parrot"]
+    mined_min_cos: Annotated[float, Field(gt=0, le=1)]
+    parrot_model: str
+    parrot_beams: PositiveInt
+    parrot_returns: PositiveInt
+    parrot_max_similarity: Annotated[float, Field(gt=0, le=1)]
+    batch_size: PositiveInt
+
+
+@dataclass(config=_SCHEMA)
+class NegativesParams:
+    top_k: PositiveInt
+    min_edit_sim: Annotated[float, Field(ge=0, le=1)]
+    scorer: Literal["lookalike", "wratio", "levenshtein"]
+    block_top_m: PositiveInt
+    block_min_cos: Annotated[float, Field(ge=0, lt=1)]
+    block_max_df: PositiveInt
+    rule: Literal["max_cos", "margin"]
+    max_cos: Annotated[float, Field(ge=-1, le=1)]
+    margin: float
+    batch_size: PositiveInt
+    n_threads: NonNegativeInt
+
+
+@dataclass(config=_SCHEMA)
 class ModelParams:
     backbone: str
     prefix: str
@@ -98,6 +133,8 @@ class Params:
     corpus: CorpusParams
     parse: ParseParams
     typing: TypingParams
+    augment: AugmentParams
+    negatives: NegativesParams
     model: ModelParams
     bench: BenchParams
 
@@ -107,6 +144,8 @@ class Params:
                 f"params: parse.min_words ({self.parse.min_words}) exceeds "
                 f"parse.max_words ({self.parse.max_words})"
             )
+        if self.augment.parrot_returns > self.augment.parrot_beams:
+            raise PearlError("params: augment.parrot_returns exceeds augment.parrot_beams")
         if self.corpus.min_sentence_chars > self.corpus.max_sentence_chars:
             raise PearlError(
                 "params: corpus.min_sentence_chars exceeds corpus.max_sentence_chars"

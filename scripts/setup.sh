@@ -26,7 +26,9 @@ stamp=.venv/.pearl-install-hash
 want=$(cat pyproject.toml constraints.txt | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "setup: installing Python packages into .venv" >&2
-  .venv/bin/python -m pip install -q --disable-pip-version-check -c constraints.txt -e ".[dev]"
+  # (this machine's pip config names a local index folder that may not exist: drop that noise)
+  .venv/bin/python -m pip install -q --disable-pip-version-check -c constraints.txt -e ".[dev]" \
+    2> >(grep -v "WARNING: Location 'file://" >&2)
   echo "$want" >"$stamp"
 fi
 

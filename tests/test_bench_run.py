@@ -73,7 +73,7 @@ def test_packaged_backbone_resolves_offline_and_other_ids_pass_through(tmp_path)
 
 
 def test_embedder_on_the_real_backbone():
-    from pearl.bench.embedder import Embedder
+    from pearl.embedder import Embedder
 
     embedder = Embedder("sentence-transformers/all-MiniLM-L6-v2", "", 8, 64, "cpu")
     vectors = embedder.embed(["The New York Times", "NYTimes", "The New York Times", "banana"])
@@ -87,7 +87,7 @@ def test_embedder_on_a_plain_hf_encoder_with_a_prefix(tmp_path):
     """Any HF encoder directory works (mean pooling); the prefix changes what is encoded."""
     from transformers import BertConfig, BertModel
 
-    from pearl.bench.embedder import Embedder
+    from pearl.embedder import Embedder
     from tests.conftest import _char_wordpiece_tokenizer
 
     tokenizer, vocab_size = _char_wordpiece_tokenizer()
@@ -101,7 +101,7 @@ def test_embedder_on_a_plain_hf_encoder_with_a_prefix(tmp_path):
 
 
 def test_unloadable_model_is_a_one_line_error(tmp_path):
-    from pearl.bench.embedder import Embedder
+    from pearl.embedder import Embedder
 
     with pytest.raises(PearlError, match="could not be loaded") as error:
         Embedder(str(tmp_path / "missing"), "", 4, 32, "cpu")

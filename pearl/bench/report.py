@@ -67,7 +67,7 @@ def markdown(summary: dict, metrics_dir: Path, tasks: list[str], backbone: str) 
         lines += [f"### {title}", "", "| system | " + " | ".join(header) + " |",
                   "|---" * (len(columns) + 1) + "|"]
         for system, name in SYSTEMS.items():
-            if system in summary:
+            if any(c in summary.get(system, {}) for c in columns):
                 label = f"{backbone} ({name})" if system == "base" else name
                 lines.append(f"| {label} | " + " | ".join(_cell(summary, system, c, std) for c in columns) + " |")
         if "delta" in summary:
@@ -80,7 +80,7 @@ def markdown(summary: dict, metrics_dir: Path, tasks: list[str], backbone: str) 
         lines.append(f"- {TITLES[task]} dictionary: {result['dictionary_size']} names from {kind}.")
     atis = _load(metrics_dir, "base", ["atis_s"])
     if atis:
-        lines.append(f"- ATIS-S holds queries of at most {atis['atis_s']['length_cut_tokens']} tokens (the median of train), ATIS-L the longer ones.")
+        lines.append(f"- ATIS-S holds queries of at most {atis['atis_s']['length_cut_tokens']} tokens (the lower median of train), ATIS-L the longer ones.")
     lines.append("- Scores in percent: accuracy (PPDB, Turney, retrieval, AutoFJ, ATIS), Pearson r × 100 (BIRD), NMI × 100 (clustering); ties credited 1/k.")
     return "\n".join(lines) + "\n"
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import torch
 
 from pearl.artifacts import write_json
-from pearl.bench.embedder import Embedder
+from pearl.embedder import Embedder
 from pearl.bench.probe import ProbeSettings
 from pearl.bench.task_names import STRING_TASKS
 from pearl.bench.tasks import TASKS, BenchContext

@@ -11,7 +11,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.feature_extraction.text import CountVectorizer
 
-from pearl.bench.embedder import Embedder
+from pearl.embedder import Embedder
 
 # Scores within this distance of the best count as tied (float32 cosine noise is ~1e-7).
 TIE_TOLERANCE = 1e-6

@@ -14,7 +14,7 @@ import numpy as np
 from tqdm import tqdm
 
 from pearl.bench import data
-from pearl.bench.embedder import Embedder
+from pearl.embedder import Embedder
 from pearl.bench.metrics import choice_accuracy, kmeans_nmi, pearson, tied_accuracy
 from pearl.bench.probe import ProbeSettings, probe_accuracy
 from pearl.bench.similarity import EmbeddingSimilarity, TrigramJaccard

@@ -8,7 +8,7 @@ from pearl.errors import PearlError
 from pearl.log import Stopwatch, get_logger
 from pearl.model_ids import resolve_model
 
-log = get_logger("bench")
+log = get_logger("embed")
 
 
 class Embedder:

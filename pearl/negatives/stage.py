@@ -1,0 +1,101 @@
+"""The candidates and negatives stages."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from pearl.artifacts import read_parquet, write_json, write_meta, write_parquet
+from pearl.device import resolve_device
+from pearl.log import Stopwatch, get_logger
+from pearl.negatives.candidates import CandidateSettings, mine_candidates
+from pearl.negatives.hard_negatives import hard_negative_mask
+from pearl.params import Params
+from pearl.spacy_models import package_version
+
+PHRASES = Path("data/typed/phrases.parquet")
+CANDIDATES = Path("data/negatives/candidates.parquet")
+NEGATIVES = Path("data/negatives/hard_negatives.parquet")
+
+log = get_logger("negatives")
+
+
+def candidate_settings(params: Params) -> CandidateSettings:
+    n = params.negatives
+    threads = n.n_threads or os.cpu_count() or 1
+    return CandidateSettings(n.top_k, n.min_edit_sim, n.scorer, n.block_top_m, n.block_min_cos, n.block_max_df, threads)
+
+
+def run_candidates(params: Params, source: Path = PHRASES, output: Path = CANDIDATES,
+                   metrics: Path = Path("metrics/candidates.json")) -> dict:
+    phrases = read_parquet(source, ["phrase"], producer="typing")["phrase"].to_list()
+    settings = candidate_settings(params)
+    clock = Stopwatch()
+    rows, cols, scores = mine_candidates(phrases, settings)
+    timing = clock.report(log, len(phrases), "phrases")
+    texts = np.asarray(phrases, dtype=object)
+    table = pl.DataFrame({"phrase": texts[rows].tolist(), "candidate": texts[cols].tolist(), "edit_sim": scores},
+                         schema={"phrase": pl.String, "candidate": pl.String, "edit_sim": pl.Float32})
+    numbers = {
+        "phrases": len(phrases),
+        "pairs": table.height,
+        "phrases_with_candidate": table["phrase"].n_unique(),
+        "coverage": round(table["phrase"].n_unique() / max(len(phrases), 1), 4),
+    }
+    write_meta(output, {
+        "stage": "candidates",
+        "scorer": f"rapidfuzz {package_version('rapidfuzz')} {settings.scorer}",
+        "blocking": (f"top {settings.block_top_m} per phrase by char-3-gram TF-IDF cosine >= {settings.block_min_cos} "
+                     f"and by 3-gram containment both ways; 3-grams in > {settings.block_max_df} phrases ignored"),
+        "top_k": settings.top_k,
+        "min_edit_sim": settings.min_edit_sim,
+        **numbers,
+    })
+    write_parquet(table, output)
+    write_json({**numbers, **timing}, metrics)
+    return numbers
+
+
+def run_negatives(params: Params, source: Path = PHRASES, candidates: Path = CANDIDATES,
+                  output: Path = NEGATIVES, metrics: Path = Path("metrics/negatives.json")) -> dict:
+    from pearl.embedder import Embedder
+
+    phrases = read_parquet(source, ["phrase"], producer="typing")["phrase"].to_list()
+    pairs = read_parquet(candidates, ["phrase", "candidate", "edit_sim"], producer="candidates")
+    n = params.negatives
+    embedder = Embedder(params.model.backbone, params.model.prefix, n.batch_size, 64, resolve_device(params.base.device))
+    clock = Stopwatch()
+    left = embedder.embed(pairs["phrase"].to_list())
+    right = embedder.embed(pairs["candidate"].to_list())
+    cos = np.einsum("ij,ij->i", left, right) if pairs.height else np.array([], dtype=np.float32)
+    timing = clock.report(log, pairs.height, "pairs")
+    scored = pairs.with_columns(cos=pl.Series(cos, dtype=pl.Float32))
+    keep = hard_negative_mask(scored["edit_sim"].to_numpy(), cos, n.rule, n.max_cos, n.margin) if pairs.height else np.array([], bool)
+    negatives = scored.filter(pl.Series(keep)).rename({"candidate": "negative"})
+    # phrases without a hard negative get one row with a null negative: the trainer then uses
+    # in-batch negatives only; the phrase itself is never its own negative
+    missing = sorted(set(phrases) - set(negatives["phrase"].to_list()))
+    none = pl.DataFrame({"phrase": missing}, schema={"phrase": pl.String}).with_columns(
+        negative=pl.lit(None, pl.String), edit_sim=pl.lit(None, pl.Float32), cos=pl.lit(None, pl.Float32)
+    )
+    table = pl.concat([negatives.select("phrase", "negative", "edit_sim", "cos"), none])
+    numbers = {
+        "phrases": len(phrases),
+        "candidate_pairs": pairs.height,
+        "hard_negatives": negatives.height,
+        "phrases_with_negative": len(phrases) - len(missing),
+        "coverage": round((len(phrases) - len(missing)) / max(len(phrases), 1), 4),
+    }
+    write_meta(output, {
+        "stage": "negatives",
+        "encoder": params.model.backbone,
+        "prefix": params.model.prefix,
+        "rule": f"cos <= {n.max_cos}" if n.rule == "max_cos" else f"edit_sim - minmax(cos) > {n.margin}",
+        **numbers,
+    })
+    write_parquet(table, output)
+    write_json({**numbers, **timing}, metrics)
+    return numbers

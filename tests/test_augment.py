@@ -1,0 +1,143 @@
+"""Augmentation at the three levels, on the issue's expected behaviours and on hard inputs."""
+
+import numpy as np
+import pytest
+
+from pearl.augment import phrase_level, token_level
+from pearl.augment.char_level import CharAugmenter, keyboard_neighbours
+from pearl.errors import PearlError
+from tests.conftest import ROOT
+
+HARD = ["", "a", "x y", "aa", "New", "東京", "Москва", "🎉🎉", "a" * 500, " ".join(["word"] * 200), "3.14"]
+
+
+def test_keyboard_neighbours_are_adjacent_keys():
+    near = keyboard_neighbours()
+    assert set(near["s"]) == set("adwezx") and set(near["q"]) == set("wa") and set(near["m"]) == set("nkj")
+
+
+def test_char_variants_of_the_new_york_times_are_typos():
+    variants = CharAugmenter(seed=0).variants("The New York Times")
+    assert set(variants) == {"char_swap", "char_drop", "char_insert", "char_keyboard"}
+    for method, v in variants.items():
+        assert v != "The New York Times" and v.split()  # same words count give or take a letter
+        assert abs(len(v) - len("The New York Times")) <= 1
+    assert len(variants["char_drop"]) == len("The New York Times") - 1
+
+
+def test_char_augmenter_is_seeded():
+    phrases = ["The New York Times", "central bank", "in 1968"]
+    first = [CharAugmenter(seed=7).variants(p) for p in phrases]
+    again = [CharAugmenter(seed=7).variants(p) for p in phrases]
+    assert first == again
+
+
+@pytest.mark.parametrize("phrase", HARD)
+def test_char_methods_never_return_identity_or_empty(phrase):
+    variants = CharAugmenter(seed=1).variants(phrase)
+    assert all(v and v.strip() and v != phrase for v in variants.values())
+    if phrase in ("", "🎉🎉", "3.14"):
+        assert variants == {}  # no letters: nothing to change
+    if phrase == "a":
+        assert "char_drop" not in variants and "char_swap" not in variants
+
+
+def test_token_swap():
+    rng = np.random.default_rng(0)
+    assert token_level.swap_adjacent("New York", rng) == "York New"
+    assert token_level.swap_adjacent("York", rng) is None
+    assert token_level.swap_adjacent("very very", rng) is None
+    assert token_level.swap_adjacent("The New York Times", rng) in {"New The York Times", "The York New Times", "The New Times York"}
+
+
+def test_synonym_replacement_keeps_names_and_never_returns_identity():
+    synonyms = {"newspaper": ["paper", "newspaper"], "times": ["multiplication"]}
+    rng = np.random.default_rng(0)
+    assert token_level.replace_with_synonyms("New York newspaper", synonyms, rng, 3) == ["New York paper"]
+    assert token_level.replace_with_synonyms("The New York Times", synonyms, rng, 3) == []  # capitalised: a name
+
+
+def test_wordnet_synonyms_from_the_installed_data():
+    found = token_level.wordnet_synonyms({"newspaper", "big", "zzzz"}, ROOT / "nltk_data")
+    assert "paper" in found["newspaper"] and "large" in found["big"] and "zzzz" not in found
+
+
+def test_missing_wordnet_is_a_one_line_error(tmp_path):
+    import nltk
+
+    saved = list(nltk.data.path)
+    try:
+        nltk.data.path[:] = []
+        with pytest.raises(PearlError, match="WordNet is not in"):
+            from nltk.corpus import wordnet
+            wordnet._unload() if hasattr(wordnet, "_unload") else None
+            token_level.wordnet_synonyms({"big"}, tmp_path)
+    finally:
+        nltk.data.path[:] = saved
+
+
+def test_fasttext_on_a_tiny_corpus_is_deterministic_and_finds_neighbours():
+    sentences = token_level.corpus_tokens(
+        ["The newspaper printed the news.", "A newspaper prints news daily.", "The paper printed stories."] * 30
+    )
+    first = token_level.train_fasttext(sentences, seed=3, dim=16, epochs=3, min_count=2)
+    again = token_level.train_fasttext(sentences, seed=3, dim=16, epochs=3, min_count=2)
+    assert np.array_equal(first["newspaper"], again["newspaper"])
+    synonyms = token_level.embedding_synonyms(first, {"newspaper", "absent"}, threshold=0.0, topn=3)
+    assert "absent" not in synonyms and len(synonyms["newspaper"]) == 3
+
+
+def test_vectors_file_errors(tmp_path):
+    with pytest.raises(PearlError, match="augment.fasttext_path"):
+        token_level.load_vectors(tmp_path / "missing.vec", 10)
+    (tmp_path / "v.txt").write_text("x")
+    with pytest.raises(PearlError, match="expected a .vec or .bin"):
+        token_level.load_vectors(tmp_path / "v.txt", 10)
+    (tmp_path / "v.vec").write_text("2 3\nnews 1 0 0\npaper 0.9 0.1 0\n")
+    vectors = token_level.load_vectors(tmp_path / "v.vec", 10)
+    assert token_level.embedding_synonyms(vectors, {"news"}, 0.75, 5) == {"news": ["paper"]}
+
+
+def test_abbreviation_forms_of_a_name():
+    forms = phrase_level.abbreviations("The New York Times")
+    assert {"New York Times", "NYT", "NY Times"} <= set(forms)
+    assert phrase_level.abbreviations("United States of America") == ["USA", "US America"]
+    assert phrase_level.abbreviations("central bank") == []  # no name, no article: nothing
+    for phrase in HARD:
+        assert all(f and f != phrase for f in phrase_level.abbreviations(phrase))
+
+
+def test_mined_paraphrases_share_the_head_and_are_close():
+    phrases = ["the capital", "the capital city", "the city", "a big city", "the river"]
+    vectors = np.array([[1, 0, 0], [0.1, 1, 0], [0, 1, 0.05], [0, 0.95, 0.3], [0, 0, 1]], dtype=np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    found = phrase_level.mined_paraphrases(phrases, vectors, min_cos=0.9, limit=2)
+    assert found["the city"] == ["the capital city", "a big city"]
+    assert "the capital" not in found and "the river" not in found  # no close same-head phrase
+
+
+def test_parrot_filters():
+    assert not phrase_level.keep_paraphrase("The New York Times", "the new york times.", 0.9)
+    assert not phrase_level.keep_paraphrase("The New York Times", "The New York Tims", 0.9)
+    assert phrase_level.keep_paraphrase("The New York Times", "The Times", 0.9)
+    assert not phrase_level.keep_paraphrase("x", "word " * 40, 0.9)
+
+
+def test_parrot_path_with_a_tiny_random_t5(tmp_path):
+    import torch
+    from transformers import T5Config, T5ForConditionalGeneration
+
+    from tests.conftest import _char_wordpiece_tokenizer
+
+    tokenizer, vocab_size = _char_wordpiece_tokenizer()
+    config = T5Config(vocab_size=vocab_size, d_model=32, d_ff=64, d_kv=8, num_layers=2, num_heads=2,
+                      decoder_start_token_id=0, pad_token_id=0, eos_token_id=3)
+    torch.manual_seed(0)
+    T5ForConditionalGeneration(config).save_pretrained(tmp_path)
+    tokenizer.save_pretrained(tmp_path)
+    parrot = phrase_level.ParrotParaphraser(str(tmp_path), "cpu", beams=4, returns=2, max_similarity=0.9)
+    found = parrot.paraphrase(["The New York Times", "a red car", "東京"], batch_size=2)
+    for phrase, paraphrases in found.items():
+        assert all(phrase_level.keep_paraphrase(phrase, p, 0.9) for p in paraphrases)
+    with pytest.raises(PearlError, match="augment.phrase_backend=offline"):
+        phrase_level.ParrotParaphraser(str(tmp_path / "missing"), "cpu", 2, 1, 0.9)

@@ -1,0 +1,118 @@
+"""Edit-similar candidates and hard negatives, on the issue's expected behaviours."""
+
+import json
+
+import numpy as np
+import polars as pl
+import pytest
+
+from pearl.negatives import stage
+from pearl.negatives.candidates import (
+    CandidateSettings, brute_force_top_k, edit_similarity, mine_candidates, recall_at_k, top_k,
+)
+from pearl.negatives.hard_negatives import hard_negative_mask
+
+NYT_SET = ["The New York Times", "New York Post", "New York", "The New York Times Company", "nytimes",
+           "the capital of France", "a red car", "red cars", "Stanley Kubrick", "Stanley Cup", "in 1968"]
+SETTINGS = CandidateSettings(top_k=10, min_edit_sim=0.7, scorer="lookalike", block_top_m=50, block_min_cos=0.0,
+                             block_max_df=5000, n_threads=2)
+
+
+def test_top_k_keeps_the_best_per_row_and_breaks_ties_by_index():
+    rows = np.array([0, 0, 0, 0, 1, 1])
+    cols = np.array([3, 1, 2, 4, 0, 2])
+    scores = np.array([0.9, 0.8, 0.8, 0.5, 0.75, 0.6], dtype=np.float32)
+    r, c, s = top_k(rows, cols, scores, k=2, min_score=0.7)
+    assert r.tolist() == [0, 0, 1] and c.tolist() == [3, 1, 0]
+
+
+def test_edit_similarity_of_the_example():
+    q = "The New York Times"
+    assert edit_similarity(q, "New York") == pytest.approx(0.95)
+    assert edit_similarity(q, "New York Post") == pytest.approx(0.724, abs=1e-3)
+    assert edit_similarity(q, "nytimes") < 0.7
+    assert edit_similarity(q, "New York Post", "levenshtein") == pytest.approx(0.5)
+    assert edit_similarity(q, "New York", "wratio") == pytest.approx(0.90)
+    # WRatio's partial-token branch: one shared word between strings of unequal length
+    assert edit_similarity("the aftermath of World War II", "the earth", "wratio") == pytest.approx(0.855)
+    assert edit_similarity("the aftermath of World War II", "the earth") < 0.7
+    assert edit_similarity("2009 Armenian Cup", "men", "wratio") == pytest.approx(0.9)
+    assert edit_similarity("2009 Armenian Cup", "men") < 0.7
+
+
+def test_candidates_of_the_new_york_times():
+    rows, cols, scores = mine_candidates(NYT_SET, SETTINGS)
+    found = {NYT_SET[c] for r, c in zip(rows, cols) if r == 0}
+    assert found == {"New York Post", "New York", "The New York Times Company"}
+    assert all(r != c for r, c in zip(rows, cols)) and (scores >= 0.7).all()
+
+
+def _generated_phrases(n, seed=0):
+    rng = np.random.default_rng(seed)
+    words = ["new", "york", "times", "post", "city", "bank", "central", "river", "red", "car", "empire",
+             "roman", "holy", "capital", "france", "paris", "united", "states", "the", "of"]
+    phrases = set()
+    while len(phrases) < n:
+        tokens = list(rng.choice(words, size=rng.integers(1, 5)))
+        if rng.random() < 0.3:  # a typo
+            t = tokens[0]
+            i = rng.integers(len(t))
+            tokens[0] = t[:i] + t[i + 1:] or t
+        phrases.add(" ".join(tokens))
+    return sorted(phrases)
+
+
+def test_blocking_finds_the_true_top_k():
+    phrases = _generated_phrases(600)
+    settings = CandidateSettings(5, 0.7, "lookalike", block_top_m=100, block_min_cos=0.0, block_max_df=5000, n_threads=2)
+    rows, cols, scores = mine_candidates(phrases, settings)
+    queries = list(range(0, 600, 7))
+    found = [np.sort(scores[rows == q])[::-1] for q in queries]
+    assert recall_at_k(found, brute_force_top_k(queries, phrases, settings)) >= 0.95  # the issue's target
+
+
+def test_recall_counts_ties_at_the_kth_score():
+    assert recall_at_k([np.array([0.9, 0.8])], [np.array([0.9, 0.8])]) == 1.0
+    assert recall_at_k([np.array([0.9, 0.7])], [np.array([0.9, 0.8])]) == 0.5
+    assert recall_at_k([np.array([])], [np.array([])]) == 1.0
+
+
+@pytest.mark.parametrize("phrases", [
+    ["a", "b"], ["x"], [], ["東京", "東京都", "Москва", "Москвa", "🎉", "🎉🎉"], ["word " * 300, "word " * 299 + "x"],
+])
+def test_hard_inputs_pass_through_mining(phrases):
+    rows, cols, scores = mine_candidates(phrases, SETTINGS)
+    assert len(rows) == len(cols) == len(scores)
+    assert all(phrases[r] != phrases[c] for r, c in zip(rows, cols))
+
+
+def test_rules():
+    edit = np.array([0.72, 0.90, 0.95])
+    cos = np.array([0.67, 0.49, 0.89])
+    assert hard_negative_mask(edit, cos, "max_cos", 0.8, 0.3).tolist() == [True, True, False]
+    assert hard_negative_mask(edit, cos, "margin", 0.8, 0.3).tolist() == [False, True, False]
+
+
+@pytest.mark.slow
+def test_negatives_stage_on_the_example(make_params, tmp_path):
+    phrases = tmp_path / "phrases.parquet"
+    pl.DataFrame({"phrase": NYT_SET}).write_parquet(phrases)
+    candidates = tmp_path / "candidates.parquet"
+    params = make_params(negatives__block_min_cos=0.0)
+    stage.run_candidates(params, source=phrases, output=candidates, metrics=tmp_path / "c.json")
+    out = tmp_path / "hard_negatives.parquet"
+    numbers = stage.run_negatives(params, source=phrases, candidates=candidates, output=out, metrics=tmp_path / "n.json")
+    table = pl.read_parquet(out)
+    of_nyt = set(table.filter(pl.col("phrase") == "The New York Times")["negative"].to_list())
+    assert of_nyt == {"New York Post", "New York"}
+    # no hard negative: one row with a null negative, never the phrase itself
+    lonely = table.filter(pl.col("phrase") == "the capital of France")
+    assert lonely.height == 1 and lonely["negative"][0] is None
+    assert (table["phrase"] != table["negative"]).fill_null(True).all()
+    assert numbers["phrases"] == len(NYT_SET) == table["phrase"].n_unique()
+    meta = json.loads((tmp_path / "hard_negatives.meta.json").read_text())
+    assert meta["rule"] == "cos <= 0.8" and meta["hard_negatives"] == numbers["hard_negatives"]
+
+    stricter = make_params(negatives__block_min_cos=0.0, negatives__min_edit_sim=0.8)
+    fewer = stage.run_candidates(stricter, source=phrases, output=candidates, metrics=tmp_path / "c.json")
+    assert fewer["pairs"] < json.loads((tmp_path / "n.json").read_text())["candidate_pairs"]

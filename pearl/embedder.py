@@ -32,6 +32,8 @@ class Embedder:
         self.batch_size = batch_size
 
     def embed(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.model.get_embedding_dimension()), dtype=np.float32)
         unique = list(dict.fromkeys(texts))
         clock = Stopwatch()
         vectors = self.model.encode(

@@ -81,6 +81,7 @@ def test_embedder_on_the_real_backbone():
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
     assert np.array_equal(vectors[0], vectors[2])
     assert vectors[0] @ vectors[1] > vectors[0] @ vectors[3]
+    assert embedder.embed([]).shape == (0, 384)
 
 
 def test_embedder_on_a_plain_hf_encoder_with_a_prefix(tmp_path):

@@ -54,6 +54,7 @@ def test_dvc_repro_then_noop_then_experiment(tmp_path):
     params = yaml.safe_load((repo / "params.yaml").read_text())
     params["corpus"].update(source="files", files=[str(corpus)])
     params["parse"]["n_process"] = 1
+    params["augment"]["nltk_data"] = str(ROOT / "nltk_data")  # git-ignored: prepared by scripts/setup.sh
     _toy_benchmark(tmp_path / "bench")
     params["bench"].update(data_dir=str(tmp_path / "bench"), tasks=["turney", "bird"], string_tasks=["turney", "bird"])
     (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
@@ -73,11 +74,18 @@ def test_dvc_repro_then_noop_then_experiment(tmp_path):
     labels = dict(zip(typed["phrase"], typed["label"]))
     assert labels["The New York Times"] == "NP-ORG" and labels["in 1968"] == "PP-OTHER"
     assert {"Москва", "東京", "the capital of Japan 🗾", "naïve art"} <= labels.keys()
+    variants = pl.read_parquet(repo / "data/augment/variants.parquet")
+    assert set(variants["level"]) == {"char", "token", "phrase"}
+    assert (variants["variant"] != variants["phrase"]).all()
+    negatives = pl.read_parquet(repo / "data/negatives/hard_negatives.parquet")
+    assert set(negatives["phrase"]) == set(typed["phrase"])
     assert "up to date" in _run(["dvc", "repro"], repo, env)
 
     _run([*git, "add", "-A"], repo, env)
     _run([*git, "commit", "-qm", "first run"], repo, env)
     _run(["dvc", "exp", "run", "-S", "parse.min_freq=4"], repo, env)
-    diff = _run(["dvc", "metrics", "diff", "--json"], repo, env)
-    changed = json.loads(diff)["metrics/parse.json"]["phrases"]
-    assert changed["new"] < changed["old"]
+    diff = json.loads(_run(["dvc", "metrics", "diff", "--json"], repo, env))
+    assert diff["metrics/parse.json"]["phrases"]["new"] < diff["metrics/parse.json"]["phrases"]["old"]
+    _run(["dvc", "exp", "run", "-S", "negatives.min_edit_sim=0.9"], repo, env)
+    diff = json.loads(_run(["dvc", "metrics", "diff", "--json"], repo, env))
+    assert diff["metrics/candidates.json"]["pairs"]["new"] < diff["metrics/candidates.json"]["pairs"]["old"]

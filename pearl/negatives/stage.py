@@ -68,9 +68,9 @@ def run_negatives(params: Params, source: Path = PHRASES, candidates: Path = CAN
     n = params.negatives
     embedder = Embedder(params.model.backbone, params.model.prefix, n.batch_size, 64, resolve_device(params.base.device))
     clock = Stopwatch()
-    left = embedder.embed(pairs["phrase"].to_list())
-    right = embedder.embed(pairs["candidate"].to_list())
-    cos = np.einsum("ij,ij->i", left, right) if pairs.height else np.array([], dtype=np.float32)
+    # one call: phrases and candidates are mostly the same strings, each is encoded once
+    vectors = embedder.embed(pairs["phrase"].to_list() + pairs["candidate"].to_list())
+    cos = np.einsum("ij,ij->i", vectors[: pairs.height], vectors[pairs.height:])
     timing = clock.report(log, pairs.height, "pairs")
     scored = pairs.with_columns(cos=pl.Series(cos, dtype=pl.Float32))
     keep = hard_negative_mask(scored["edit_sim"].to_numpy(), cos, n.rule, n.max_cos, n.margin) if pairs.height else np.array([], bool)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
@@ -52,52 +53,30 @@ def check_params(params: ParamsOption = Path("params.yaml"), set_: SetOption = N
     _run(lambda p: typer.echo("params OK"), params, set_)
 
 
-@app.command()
-def corpus(params: ParamsOption = Path("params.yaml"), set_: SetOption = None) -> None:
-    """Extract sentences from the corpus source → data/corpus/sentences.parquet."""
-    from pearl.corpus import stage
-
-    _run(stage.run, params, set_)
-
-
-@app.command()
-def parse(params: ParamsOption = Path("params.yaml"), set_: SetOption = None) -> None:
-    """Extract NP/VP/PP/ADVP/ADJP phrases and count them → data/phrases/phrases.parquet."""
-    from pearl.parse import stage
-
-    _run(stage.run, params, set_)
-
-
-@app.command("typing")
-def typing_(params: ParamsOption = Path("params.yaml"), set_: SetOption = None) -> None:
-    """Give each phrase an OntoNotes entity type and its 95-way label → data/typed/phrases.parquet."""
-    from pearl.entity_typing import stage
-
-    _run(stage.run, params, set_)
+# Each pipeline stage as a command: name → (module, function, help).
+_STAGES = {
+    "corpus": ("pearl.corpus.stage", "run", "Extract sentences from the corpus source → data/corpus/sentences.parquet."),
+    "parse": ("pearl.parse.stage", "run", "Extract NP/VP/PP/ADVP/ADJP phrases and count them → data/phrases/phrases.parquet."),
+    "typing": ("pearl.entity_typing.stage", "run",
+               "Give each phrase an OntoNotes entity type and its 95-way label → data/typed/phrases.parquet."),
+    "augment": ("pearl.augment.stage", "run",
+                "Character-, token- and phrase-level variants of each phrase → data/augment/variants.parquet."),
+    "candidates": ("pearl.negatives.stage", "run_candidates",
+                   "Each phrase's top-k edit-similar phrases → data/negatives/candidates.parquet."),
+    "negatives": ("pearl.negatives.stage", "run_negatives",
+                  "Candidates that look alike but mean otherwise → data/negatives/hard_negatives.parquet."),
+}
 
 
-@app.command()
-def augment(params: ParamsOption = Path("params.yaml"), set_: SetOption = None) -> None:
-    """Character-, token- and phrase-level variants of each phrase → data/augment/variants.parquet."""
-    from pearl.augment import stage
+def _stage_command(module: str, function: str) -> Callable[..., None]:
+    def command(params: ParamsOption = Path("params.yaml"), set_: SetOption = None) -> None:
+        _run(getattr(importlib.import_module(module), function), params, set_)
 
-    _run(stage.run, params, set_)
-
-
-@app.command()
-def candidates(params: ParamsOption = Path("params.yaml"), set_: SetOption = None) -> None:
-    """Each phrase's top-k edit-similar phrases → data/negatives/candidates.parquet."""
-    from pearl.negatives import stage
-
-    _run(stage.run_candidates, params, set_)
+    return command
 
 
-@app.command()
-def negatives(params: ParamsOption = Path("params.yaml"), set_: SetOption = None) -> None:
-    """Candidates that look alike but mean otherwise → data/negatives/hard_negatives.parquet."""
-    from pearl.negatives import stage
-
-    _run(stage.run_negatives, params, set_)
+for _name, (_module, _function, _help) in _STAGES.items():
+    app.command(_name, help=_help)(_stage_command(_module, _function))
 
 
 @app.command()

@@ -28,7 +28,7 @@ def keyboard_neighbours() -> dict[str, str]:
 
 
 class CharAugmenter:
-    def __init__(self, seed: int):
+    def __init__(self, seed: int | np.random.SeedSequence):
         self.rng = np.random.default_rng(seed)
         self.neighbours = keyboard_neighbours()
 

@@ -55,7 +55,7 @@ def _paraphrases(params: Params, phrases: list[str]) -> tuple[dict[str, dict[str
         return {"parrot": parrot.paraphrase(phrases, a.batch_size)}, f"Parrot {a.parrot_model}"
     from pearl.embedder import Embedder
 
-    embedder = Embedder(params.model.backbone, params.model.prefix, 128, 64, device)
+    embedder = Embedder(params.model.backbone, params.model.prefix, a.batch_size, 64, device)
     mined = phrase_level.mined_paraphrases(phrases, embedder.embed(phrases), a.mined_min_cos, a.max_variants_per_method)
     abbreviations = {p: forms for p in phrases if (forms := phrase_level.abbreviations(p))}
     description = ("offline substitute for Parrot (no generative paraphraser offline): abbreviation and "
@@ -65,9 +65,10 @@ def _paraphrases(params: Params, phrases: list[str]) -> tuple[dict[str, dict[str
 
 def build_variants(params: Params, phrases: list[str], sentences: Path) -> tuple[pl.DataFrame, dict]:
     a = params.augment
-    rng = np.random.default_rng(params.base.seed)
+    char_seed, token_seed = np.random.SeedSequence(params.base.seed).spawn(2)  # independent streams
+    rng = np.random.default_rng(token_seed)
     rows: list[tuple[str, str, str, str]] = []
-    chars = CharAugmenter(params.base.seed)
+    chars = CharAugmenter(char_seed)
     for phrase in tqdm(phrases, desc="char+token", unit=" phrase", mininterval=2):
         rows += [(phrase, "char", method, v) for method, v in chars.variants(phrase).items()]
         swapped = token_level.swap_adjacent(phrase, rng)

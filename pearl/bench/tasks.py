@@ -35,7 +35,7 @@ class BenchContext:
 
     @property
     def similarity(self) -> EmbeddingSimilarity | TrigramJaccard:
-        return EmbeddingSimilarity(self.embedder) if self.embedder else TrigramJaccard()
+        return TrigramJaccard() if self.embedder is None else EmbeddingSimilarity(self.embedder)
 
     def vectors(self, texts: list[str]) -> np.ndarray:
         return self.embedder.embed(texts)

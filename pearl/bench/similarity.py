@@ -11,7 +11,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.feature_extraction.text import CountVectorizer
 
-from pearl.embedder import Embedder
+from pearl.embedder import Embedder, pair_cosine
 
 # Scores within this distance of the best count as tied (float32 cosine noise is ~1e-7).
 TIE_TOLERANCE = 1e-6
@@ -29,8 +29,7 @@ class EmbeddingSimilarity:
         self.embedder = embedder
 
     def rowwise(self, left: list[str], right: list[str]) -> np.ndarray:
-        vectors = self.embedder.embed(left + right)
-        return np.einsum("ij,ij->i", vectors[: len(left)], vectors[len(left):])
+        return pair_cosine(self.embedder, left, right)
 
     def top_ties(self, queries: list[str], keys: list[str]) -> list[np.ndarray]:
         """Exact inner-product search (faiss IndexFlatIP on normalised vectors)."""

@@ -61,19 +61,17 @@ def run_candidates(params: Params, source: Path = PHRASES, output: Path = CANDID
 
 def run_negatives(params: Params, source: Path = PHRASES, candidates: Path = CANDIDATES,
                   output: Path = NEGATIVES, metrics: Path = Path("metrics/negatives.json")) -> dict:
-    from pearl.embedder import Embedder
+    from pearl.embedder import Embedder, pair_cosine
 
     phrases = read_parquet(source, ["phrase"], producer="typing")["phrase"].to_list()
     pairs = read_parquet(candidates, ["phrase", "candidate", "edit_sim"], producer="candidates")
     n = params.negatives
     embedder = Embedder(params.model.backbone, params.model.prefix, n.batch_size, 64, resolve_device(params.base.device))
     clock = Stopwatch()
-    # one call: phrases and candidates are mostly the same strings, each is encoded once
-    vectors = embedder.embed(pairs["phrase"].to_list() + pairs["candidate"].to_list())
-    cos = np.einsum("ij,ij->i", vectors[: pairs.height], vectors[pairs.height:])
+    cos = pair_cosine(embedder, pairs["phrase"].to_list(), pairs["candidate"].to_list())
     timing = clock.report(log, pairs.height, "pairs")
     scored = pairs.with_columns(cos=pl.Series(cos, dtype=pl.Float32))
-    keep = hard_negative_mask(scored["edit_sim"].to_numpy(), cos, n.rule, n.max_cos, n.margin) if pairs.height else np.array([], bool)
+    keep = hard_negative_mask(scored["edit_sim"].to_numpy(), cos, n.rule, n.max_cos, n.margin)
     negatives = scored.filter(pl.Series(keep)).rename({"candidate": "negative"})
     # phrases without a hard negative get one row with a null negative: the trainer then uses
     # in-batch negatives only; the phrase itself is never its own negative

@@ -7,6 +7,9 @@ Changing either order invalidates every trained type head.
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterable
+
 LEX_TYPES: tuple[str, ...] = ("NP", "VP", "PP", "ADVP", "ADJP")
 ENTITY_TYPES: tuple[str, ...] = (
     "CARDINAL", "DATE", "PERSON", "NORP", "GPE", "LAW", "PERCENT", "ORDINAL", "MONEY",
@@ -26,3 +29,10 @@ def label_of(lex_type: str, entity_type: str) -> str:
 def label_id(lex_type: str, entity_type: str) -> int:
     """The id of `<LEX>-<TYPE>`; KeyError names the offending label."""
     return _LABEL_IDS[label_of(lex_type, entity_type)]
+
+
+def shares(observed: Iterable[str], categories: Iterable[str]) -> dict[str, float]:
+    """`share_<category>`: the fraction of `observed` equal to each category (0 when absent)."""
+    counts = Counter(observed)
+    total = max(sum(counts.values()), 1)
+    return {f"share_{c}": round(counts[c] / total, 4) for c in categories}

@@ -9,7 +9,7 @@ import polars as pl
 from pearl.artifacts import read_parquet, write_json, write_meta, write_parquet
 from pearl.entity_typing.coverage import phrase_entity_type
 from pearl.entity_typing.ner import build_ner
-from pearl.labels import ENTITY_TYPES, LABELS, LEX_TYPES
+from pearl.labels import ENTITY_TYPES, LABELS, LEX_TYPES, shares
 from pearl.log import Stopwatch, get_logger
 from pearl.params import Params
 
@@ -28,12 +28,6 @@ def with_labels(phrases: pl.DataFrame, ent_types: list[str]) -> pl.DataFrame:
     )
 
 
-def type_distribution(typed: pl.DataFrame) -> dict[str, float]:
-    total = max(typed.height, 1)
-    counts = dict(typed.group_by("ent_type").len().iter_rows())
-    return {f"share_{ent}": round(counts.get(ent, 0) / total, 4) for ent in ENTITY_TYPES}
-
-
 def run(params: Params, source: Path = INPUT, output: Path = OUTPUT, metrics: Path = METRICS) -> dict:
     phrases = read_parquet(source, ["phrase", "lex_type", "freq"], producer="parse")
     ner = build_ner(params)
@@ -46,7 +40,7 @@ def run(params: Params, source: Path = INPUT, output: Path = OUTPUT, metrics: Pa
     numbers = {
         "phrases": typed.height,
         "labels_used": typed["label_id"].n_unique(),
-        **type_distribution(typed),
+        **shares(typed["ent_type"], ENTITY_TYPES),
     }
     write_meta(output, {
         "stage": "typing",

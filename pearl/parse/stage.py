@@ -13,7 +13,7 @@ from tqdm import tqdm
 
 from pearl.artifacts import read_parquet, write_json, write_meta, write_parquet
 from pearl.errors import PearlError
-from pearl.labels import LEX_TYPES
+from pearl.labels import LEX_TYPES, shares
 from pearl.log import Stopwatch, get_logger
 from pearl.params import ParseParams, Params
 from pearl.parse.extract import build_parser, extract, extract_in_worker, init_worker
@@ -72,12 +72,6 @@ def aggregate(counts: Counter, min_freq: int) -> pl.DataFrame:
     )
 
 
-def lex_distribution(phrases: pl.DataFrame) -> dict[str, float]:
-    total = max(phrases.height, 1)
-    counts = dict(phrases.group_by("lex_type").len().iter_rows())
-    return {f"share_{lex}": round(counts.get(lex, 0) / total, 4) for lex in LEX_TYPES}
-
-
 def describe_parser(p: ParseParams) -> str:
     model = f"spaCy {package_version('spacy')} {p.spacy_model} {package_version(p.spacy_model)}"
     if p.backend == "spacy":
@@ -104,7 +98,7 @@ def run(params: Params, source: Path = INPUT, output: Path = OUTPUT, metrics: Pa
         "phrase_occurrences": sum(counts.values()),
         "distinct_phrases": len({phrase for phrase, _ in counts}),
         "phrases": phrases.height,
-        **lex_distribution(phrases),
+        **shares(phrases["lex_type"], LEX_TYPES),
     }
     write_meta(output, {
         "stage": "parse",
@@ -117,5 +111,6 @@ def run(params: Params, source: Path = INPUT, output: Path = OUTPUT, metrics: Pa
     })
     write_parquet(phrases, output)
     write_json({**numbers, **timing}, metrics)
-    log.info("kept %d phrases with freq >= %d: %s", phrases.height, p.min_freq, lex_distribution(phrases))
+    log.info("kept %d phrases with freq >= %d: %s", phrases.height, p.min_freq,
+             {k: v for k, v in numbers.items() if k.startswith("share_")})
     return numbers

@@ -65,6 +65,10 @@ _STAGES = {
                    "Each phrase's top-k edit-similar phrases → data/negatives/candidates.parquet."),
     "negatives": ("pearl.negatives.stage", "run_negatives",
                   "Candidates that look alike but mean otherwise → data/negatives/hard_negatives.parquet."),
+    "train": ("pearl.train.stage", "run_train",
+              "Fine-tune the backbone with the character encoder and type head → models/finetuned."),
+    "average": ("pearl.train.stage", "run_average",
+                "Average original and fine-tuned weights; export for sentence-transformers → models/pearl."),
 }
 
 
@@ -89,10 +93,12 @@ def bench(
 ) -> None:
     """Evaluate any phrase encoder on the benchmark tasks, outside DVC; prints a table."""
     from pearl.bench.run import build_context, run_tasks
+    from pearl.model.export import is_pearl_export
 
     def evaluate(p: Params) -> None:
         chosen = [t.strip() for t in tasks.split(",") if t.strip()] or p.bench.tasks
-        results = run_tasks(build_context(p, model), chosen, out)
+        prefix = "" if is_pearl_export(model) else p.model.prefix  # an export applies its own prompt
+        results = run_tasks(build_context(p, model, prefix), chosen, out)
         width = max(map(len, results))
         typer.echo(f"{'task':<{width}}  score    std      n")
         for task, r in results.items():
@@ -104,21 +110,62 @@ def bench(
 
 @app.command("bench-task", hidden=True)
 def bench_task(
-    system: Annotated[str, typer.Argument(help="base (the untuned backbone) or string (Jaccard baseline)")],
+    system: Annotated[str, typer.Argument(help="base (the untuned backbone), model (models/pearl) or string (Jaccard)")],
     task: Annotated[str, typer.Argument(help="one of bench.tasks")],
     params: ParamsOption = Path("params.yaml"),
     set_: SetOption = None,
 ) -> None:
     """One task for one system → metrics/bench/<system>/<task>.json (the DVC bench stages)."""
     from pearl.bench.run import build_context, run_tasks
+    from pearl.train.stage import EXPORT
 
     def evaluate(p: Params) -> None:
-        models = {"base": p.model.backbone, "string": None}
+        # the exported model carries its prefix as its default prompt
+        models = {"base": (p.model.backbone, p.model.prefix), "string": (None, ""), "model": (str(EXPORT), "")}
         if system not in models:
-            raise PearlError(f"unknown system {system!r}: base or string")
-        run_tasks(build_context(p, models[system]), [task], Path("metrics/bench") / system)
+            raise PearlError(f"unknown system {system!r}: base, model or string")
+        model, prefix = models[system]
+        run_tasks(build_context(p, model, prefix), [task], Path("metrics/bench") / system)
 
     _run(evaluate, params, set_)
+
+
+@app.command()
+def embed(
+    texts: Annotated[list[str] | None, typer.Argument(help="phrases to embed; none: read one per line from --input")] = None,
+    model: Annotated[Path, typer.Option(help="an exported PEARL model (sentence-transformers directory)")] = Path("models/pearl"),
+    input_file: Annotated[Path | None, typer.Option("--input", help="text file, one phrase per line")] = None,
+    out: Annotated[Path | None, typer.Option(help="write a .npy matrix here instead of JSON lines on stdout")] = None,
+    batch_size: Annotated[int, typer.Option(min=1)] = 128,
+) -> None:
+    """Embed phrases with a trained model: JSON lines {"text", "vector"} or a .npy matrix."""
+    import json
+
+    import numpy as np
+
+    configure_logging()
+    try:
+        if input_file is not None:
+            if not input_file.is_file():
+                raise PearlError(f"--input {input_file}: no such file")
+            texts = input_file.read_text(encoding="utf-8").splitlines()
+        if not texts:
+            raise PearlError("nothing to embed: give phrases as arguments or --input FILE")
+        from pearl.model.export import load
+
+        vectors = load(model).encode(texts, batch_size=batch_size, convert_to_numpy=True).astype(np.float32)
+    except PearlError as error:
+        typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(1) from None
+    if out is not None:
+        from pearl.artifacts import atomic_path
+
+        with atomic_path(out) as tmp, tmp.open("wb") as handle:
+            np.save(handle, vectors)
+        typer.echo(f"{len(texts)} × {vectors.shape[1]} → {out}")
+        return
+    for text, vector in zip(texts, vectors):
+        typer.echo(json.dumps({"text": text, "vector": [round(float(x), 6) for x in vector]}, ensure_ascii=False))
 
 
 @app.command()

@@ -105,6 +105,43 @@ class NegativesParams:
 class ModelParams:
     backbone: str
     prefix: str
+    max_length: PositiveInt
+    char_encoder: bool
+    char_dim: PositiveInt
+    char_weight: Annotated[float, Field(gt=0)]
+
+
+Probability = Annotated[float, Field(ge=0, le=1)]
+
+
+@dataclass(config=_SCHEMA)
+class TrainParams:
+    batch_size: Annotated[int, Field(ge=2)]
+    hard_negatives: NonNegativeInt
+    epochs: PositiveInt
+    max_steps: PositiveInt | None
+    lr: Annotated[float, Field(gt=0)]
+    head_lr: Annotated[float, Field(gt=0)]
+    lr_decay_rate: Annotated[float, Field(gt=0, le=1)]
+    lr_decay_steps: PositiveInt
+    temperature: Annotated[float, Field(gt=0)]
+    type_weight: Annotated[float, Field(ge=0)]
+    p_char: Probability
+    p_token: Probability
+    p_phrase: Probability
+    heldout_fraction: Annotated[float, Field(gt=0, lt=0.5)]
+    precision: Literal["auto", "fp32", "bf16"]
+    grad_cache: bool
+    grad_cache_chunk: PositiveInt
+    num_workers: NonNegativeInt
+    checkpoint_dir: str
+    checkpoint_every: PositiveInt
+    log_every: PositiveInt
+
+
+@dataclass(config=_SCHEMA)
+class AverageParams:
+    alpha: Probability
 
 
 @dataclass(config=_SCHEMA)
@@ -136,6 +173,8 @@ class Params:
     augment: AugmentParams
     negatives: NegativesParams
     model: ModelParams
+    train: TrainParams
+    average: AverageParams
     bench: BenchParams
 
     def __post_init__(self) -> None:

@@ -79,3 +79,19 @@ def tiny_ner_model(tmp_path_factory):
         return directory
 
     return build
+
+
+@pytest.fixture(scope="session")
+def tiny_encoder(tmp_path_factory) -> Path:
+    """A 2-layer random BERT encoder with the character WordPiece tokenizer, saved offline."""
+    import torch
+    from transformers import BertConfig, BertModel
+
+    tokenizer, vocab_size = _char_wordpiece_tokenizer()
+    config = BertConfig(vocab_size=vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=64, max_position_embeddings=64, pad_token_id=0)
+    torch.manual_seed(0)
+    directory = tmp_path_factory.mktemp("tiny-bert")
+    BertModel(config).save_pretrained(directory)
+    tokenizer.save_pretrained(directory)
+    return directory

@@ -45,7 +45,7 @@ def test_dvc_repro_then_noop_then_experiment(tmp_path):
     repo = tmp_path / "repo"
     tracked = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
     for name in tracked:
-        if name.startswith(("data/", "metrics/")) or name == "dvc.lock":
+        if name.startswith(("data/", "metrics/", "models/")) or name == "dvc.lock":
             continue
         (repo / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / name, repo / name)
@@ -57,6 +57,7 @@ def test_dvc_repro_then_noop_then_experiment(tmp_path):
     params["augment"]["nltk_data"] = str(ROOT / "nltk_data")  # git-ignored: prepared by scripts/setup.sh
     _toy_benchmark(tmp_path / "bench")
     params["bench"].update(data_dir=str(tmp_path / "bench"), tasks=["turney", "bird"], string_tasks=["turney", "bird"])
+    params["train"].update(batch_size=2, max_steps=3, checkpoint_dir=str(tmp_path / "checkpoints"), num_workers=0)
     (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
 
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
@@ -67,7 +68,7 @@ def test_dvc_repro_then_noop_then_experiment(tmp_path):
 
     _run(["dvc", "repro"], repo, env)
     summary = json.loads((repo / "metrics/summary.json").read_text())
-    assert set(summary) == {"base", "string"} and set(summary["base"]) == {"turney", "bird"}
+    assert set(summary) == {"base", "string", "model", "delta"} and set(summary["model"]) == {"turney", "bird"}
     assert "| String distance (Jaccard, 3-grams) |" in (repo / "metrics/summary.md").read_text()
     typed = pl.read_parquet(repo / "data/typed/phrases.parquet")
     assert typed.height > 5 and typed["label_id"].is_between(0, 94).all() and (typed["freq"] >= 2).all()
@@ -79,13 +80,19 @@ def test_dvc_repro_then_noop_then_experiment(tmp_path):
     assert (variants["variant"] != variants["phrase"]).all()
     negatives = pl.read_parquet(repo / "data/negatives/hard_negatives.parquet")
     assert set(negatives["phrase"]) == set(typed["phrase"])
+    assert json.loads((repo / "metrics/train.json").read_text())["steps"] == 3
+    assert (repo / "models/pearl/modules.json").is_file() and "2_CharFeatures" in (repo / "models/pearl/modules.json").read_text()
     assert "up to date" in _run(["dvc", "repro"], repo, env)
 
     _run([*git, "add", "-A"], repo, env)
     _run([*git, "commit", "-qm", "first run"], repo, env)
-    _run(["dvc", "exp", "run", "-S", "parse.min_freq=4"], repo, env)
+    _run(["dvc", "exp", "run", "-S", "parse.max_words=3"], repo, env)
     diff = json.loads(_run(["dvc", "metrics", "diff", "--json"], repo, env))
     assert diff["metrics/parse.json"]["phrases"]["new"] < diff["metrics/parse.json"]["phrases"]["old"]
     _run(["dvc", "exp", "run", "-S", "negatives.min_edit_sim=0.9"], repo, env)
     diff = json.loads(_run(["dvc", "metrics", "diff", "--json"], repo, env))
     assert diff["metrics/candidates.json"]["pairs"]["new"] < diff["metrics/candidates.json"]["pairs"]["old"]
+    _run(["dvc", "exp", "run", "-S", "train.lr=3e-5", "-S", "model.char_encoder=false"], repo, env)
+    diff = json.loads(_run(["dvc", "metrics", "diff", "--json"], repo, env))
+    assert (diff["metrics/train.json"]["char_encoder"]["old"], diff["metrics/train.json"]["char_encoder"]["new"]) == (True, False)
+    assert diff["metrics/average.json"]["dimension"]["new"] < diff["metrics/average.json"]["dimension"]["old"]

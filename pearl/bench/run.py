@@ -38,13 +38,13 @@ def resolve_kb(setting: str | None, task: str, hf_dataset: str) -> Path | None:
         ) from None
 
 
-def build_context(params: Params, model: str | None) -> BenchContext:
+def build_context(params: Params, model: str | None, prefix: str) -> BenchContext:
     """`model` is an HF id or directory to embed with, or None for the string baseline."""
     b = params.bench
     torch.set_num_threads(os.cpu_count() or 1)
     embedder = None
     if model is not None:
-        embedder = Embedder(model, params.model.prefix, b.batch_size, b.max_length, resolve_device(params.base.device))
+        embedder = Embedder(model, prefix, b.batch_size, b.max_length, resolve_device(params.base.device))
     return BenchContext(
         data_dir=Path(b.data_dir),
         short_text_dir=Path(b.short_text_dir),

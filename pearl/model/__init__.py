@@ -1,0 +1,1 @@
+"""The PEARL phrase model: encoder, character encoder, loss, averaging and export."""

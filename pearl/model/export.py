@@ -1,0 +1,64 @@
+"""Writing a PhraseModel as a sentence-transformers directory, and loading one back."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from pathlib import Path
+
+from pearl.errors import PearlError
+from pearl.model.phrase_model import PhraseModel
+
+
+def export_sentence_transformer(model: PhraseModel, out_dir: Path) -> None:
+    """modules.json: PhraseTransformer (root), 1_Pooling (mean), 2_CharFeatures when the model has
+    a character encoder, 3_Normalize. The prefix becomes the default prompt, so `encode` adds it."""
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.modules import Normalize, Pooling
+
+    from pearl.model.st_modules import CharFeatures, PhraseTransformer
+
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=out_dir.parent) as scratch:
+        hf_dir = Path(scratch) / "hf"
+        model.backbone.save_pretrained(hf_dir)
+        model.tokenizer.save_pretrained(hf_dir)
+        transformer = PhraseTransformer(str(hf_dir), max_seq_length=model.config.max_length)
+        hidden = model.backbone.config.hidden_size
+        modules = [transformer, Pooling(hidden, pooling_mode="mean")]
+        if model.char is not None:
+            char = CharFeatures(hidden, model.config.char_dim, model.config.char_weight)
+            char.encoder.load_state_dict(model.char.state_dict())
+            modules.append(char)
+        modules.append(Normalize())
+        prompts = {"query": model.config.prefix} if model.config.prefix else None
+        st = SentenceTransformer(modules=modules, device="cpu", prompts=prompts,
+                                 default_prompt_name="query" if prompts else None)
+        staged = Path(scratch) / "export"
+        st.save(str(staged))
+        (staged / "pearl_model.json").write_text(json.dumps({
+            "backbone": model.config.backbone, "prefix": model.config.prefix,
+            "char_encoder": model.config.char_encoder, "char_dim": model.config.char_dim,
+            "char_weight": model.config.char_weight,
+            "dimension": model.dim,
+        }, indent=2) + "\n")
+        if out_dir.exists():
+            shutil.rmtree(out_dir)
+        staged.rename(out_dir)
+
+
+def is_pearl_export(path: str | Path) -> bool:
+    modules = Path(path) / "modules.json"
+    return modules.is_file() and "pearl.model.st_modules" in modules.read_text()
+
+
+def load(path: str | Path, device: str | None = None):
+    """The exported model as a SentenceTransformer: `pearl.load(path).encode(texts)`."""
+    from sentence_transformers import SentenceTransformer
+
+    if not is_pearl_export(path):
+        raise PearlError(f"{path}: not a PEARL export (no modules.json naming pearl's modules); run `dvc repro average`")
+    # Our module classes sit outside sentence_transformers.*, which v6 only imports when trusted;
+    # they are this installed package's code, nothing is fetched.
+    return SentenceTransformer(str(path), device=device, trust_remote_code=True)

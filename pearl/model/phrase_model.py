@@ -1,0 +1,120 @@
+"""The PEARL phrase model: backbone (masked mean pooling) ⊕ character encoder, plus the type head.
+
+The embedding is the concatenation (u, v) of the pooled backbone vector and the character
+vector (section 3.2), each L2-normalised and v weighted by `char_weight`; the type head is a
+linear layer from (u, v) to the 95 phrase types (equation 1). Similarities are cosines of the
+concatenation.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from pearl.errors import PearlError
+from pearl.labels import NUM_LABELS
+from pearl.model.char_encoder import CharEncoder, char_ids, combine
+from pearl.model_ids import resolve_model
+
+CONFIG = "pearl_model.json"
+EXTRA_WEIGHTS = "pearl_heads.pt"  # character encoder and type head, beside the backbone's files
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    backbone: str  # the HF id or directory the backbone was initialised from
+    prefix: str
+    max_length: int
+    char_encoder: bool
+    char_dim: int
+    char_weight: float
+
+
+def mean_pool(token_embeddings: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    mask = attention_mask.unsqueeze(-1).to(token_embeddings.dtype)
+    return (token_embeddings * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+
+
+class PhraseTokenizer:
+    """Texts → backbone tokens (with the prefix) and character ids (without); picklable, so
+    DataLoader workers can tokenise."""
+
+    def __init__(self, tokenizer, prefix: str, max_length: int, with_chars: bool):
+        self.tokenizer, self.prefix, self.max_length, self.with_chars = tokenizer, prefix, max_length, with_chars
+
+    def __call__(self, texts: list[str]) -> dict[str, torch.Tensor]:
+        features = dict(self.tokenizer(
+            [self.prefix + t for t in texts], padding=True, truncation=True,
+            max_length=self.max_length, return_tensors="pt",
+        ))
+        if self.with_chars:
+            features["char_ids"] = char_ids(texts)  # the character encoder never sees the prefix
+        return features
+
+
+class PhraseModel(nn.Module):
+    def __init__(self, config: ModelConfig, backbone_path: str | None = None):
+        """`backbone_path` overrides where the backbone weights are read (a saved fine-tuned copy)."""
+        super().__init__()
+        from transformers import AutoModel, AutoTokenizer
+
+        self.config = config
+        source = backbone_path or resolve_model(config.backbone)
+        try:
+            self.tokenizer = AutoTokenizer.from_pretrained(source)
+            self.backbone = AutoModel.from_pretrained(source)
+        except Exception as error:  # unknown id, hub unreachable, broken directory
+            first = (str(error).strip().splitlines() or [type(error).__name__])[0]
+            raise PearlError(f"model.backbone {config.backbone!r} could not be loaded ({first})") from None
+        hidden = self.backbone.config.hidden_size
+        self.char = CharEncoder(config.char_dim) if config.char_encoder else None
+        self.dim = hidden + (config.char_dim if config.char_encoder else 0)
+        self.type_head = nn.Linear(self.dim, NUM_LABELS)
+        self.tokenize = PhraseTokenizer(self.tokenizer, config.prefix, config.max_length, config.char_encoder)
+
+    def forward(self, features: dict[str, torch.Tensor]) -> torch.Tensor:
+        """Phrase vectors (u/|u|, w · v/|v|)."""
+        inputs = {k: v for k, v in features.items() if k != "char_ids"}
+        output = self.backbone(**inputs)
+        u = mean_pool(output.last_hidden_state, features["attention_mask"])
+        return combine(u, None if self.char is None else self.char(features["char_ids"]), self.config.char_weight)
+
+    @torch.no_grad()
+    def encode(self, texts: list[str], batch_size: int = 128) -> torch.Tensor:
+        """Normalised float32 vectors, in input order."""
+        device = next(self.parameters()).device
+        was_training = self.training
+        self.eval()
+        chunks = []
+        for start in range(0, len(texts), batch_size):
+            features = {k: v.to(device) for k, v in self.tokenize(texts[start:start + batch_size]).items()}
+            chunks.append(nn.functional.normalize(self(features).float(), dim=-1).cpu())
+        self.train(was_training)
+        return torch.cat(chunks) if chunks else torch.zeros((0, self.dim))
+
+    def save(self, directory: Path) -> None:
+        """Backbone in HF format, the rest in pearl_heads.pt, the config in pearl_model.json."""
+        directory.mkdir(parents=True, exist_ok=True)
+        self.backbone.save_pretrained(directory)
+        self.tokenizer.save_pretrained(directory)
+        heads = {"type_head": self.type_head.state_dict()}
+        if self.char is not None:
+            heads["char"] = self.char.state_dict()
+        torch.save(heads, directory / EXTRA_WEIGHTS)
+        (directory / CONFIG).write_text(json.dumps(asdict(self.config), indent=2) + "\n")
+
+    @classmethod
+    def load(cls, directory: Path) -> PhraseModel:
+        config_file = directory / CONFIG
+        if not config_file.is_file():
+            raise PearlError(f"{directory}: no {CONFIG}; is this a model written by `pearl train`?")
+        model = cls(ModelConfig(**json.loads(config_file.read_text())), backbone_path=str(directory))
+        heads = torch.load(directory / EXTRA_WEIGHTS, map_location="cpu", weights_only=True)
+        model.type_head.load_state_dict(heads["type_head"])
+        if model.char is not None:
+            model.char.load_state_dict(heads["char"])
+        return model

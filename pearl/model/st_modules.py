@@ -1,0 +1,76 @@
+"""sentence-transformers module classes of an exported PEARL model.
+
+modules.json of an export: 0 `PhraseTransformer` (the averaged backbone, saved in the root like
+sentence-transformers' Transformer), 1 `Pooling` (mean), 2 `CharFeatures` (the character
+encoder, appends its vector), 3 `Normalize`. These classes live outside the
+`sentence_transformers` namespace, so loading needs `trust_remote_code=True` (what
+`pearl.load` passes); the code they run is this installed package, nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from sentence_transformers.base.modules import Module, Transformer
+
+from pearl.model.char_encoder import CharEncoder, char_ids, combine
+
+CHAR_IDS = "pearl_char_ids"
+
+
+class PhraseTransformer(Transformer):
+    """The Transformer input module, also handing each text's bytes to `CharFeatures`.
+
+    The bytes come from the texts without the prompt: the character encoder never saw
+    prefixes in training.
+    """
+
+    def preprocess(self, inputs, prompt: str | None = None, **kwargs) -> dict[str, Any]:
+        features = super().preprocess(inputs, prompt=prompt, **kwargs)
+        if inputs and all(isinstance(text, str) for text in inputs):
+            features[CHAR_IDS] = char_ids(list(inputs))
+        return features
+
+    def forward(self, features: dict[str, Any], **kwargs) -> dict[str, Any]:
+        ids = features.pop(CHAR_IDS, None)  # not an input of the HF model
+        features = super().forward(features, **kwargs)
+        if ids is not None:
+            features[CHAR_IDS] = ids
+        return features
+
+
+class CharFeatures(Module):
+    """Concatenates the character encoder's vector to `sentence_embedding` (as pearl.model.char_encoder.combine)."""
+
+    config_keys = ["input_dim", "dim", "weight"]
+
+    def __init__(self, input_dim: int, dim: int, weight: float):
+        super().__init__()
+        self.input_dim = input_dim  # the pooled backbone vector's size
+        self.dim = dim
+        self.weight = weight
+        self.encoder = CharEncoder(dim)
+
+    def forward(self, features: dict[str, Any], **kwargs) -> dict[str, Any]:
+        if CHAR_IDS not in features:
+            raise ValueError("CharFeatures needs the PhraseTransformer input module before it (text inputs only)")
+        pooled = features["sentence_embedding"]
+        features["sentence_embedding"] = combine(pooled, self.encoder(features[CHAR_IDS].to(pooled.device)), self.weight)
+        return features
+
+    def get_embedding_dimension(self) -> int:
+        return self.input_dim + self.dim
+
+    def save(self, output_path: str, *args, safe_serialization: bool = True, **kwargs) -> None:
+        self.save_config(output_path)
+        self.save_torch_weights(output_path, safe_serialization=safe_serialization)
+
+    @classmethod
+    def load(cls, model_name_or_path: str, subfolder: str = "", token=None, cache_folder=None,
+             revision=None, local_files_only: bool = False, **kwargs) -> CharFeatures:
+        hub = {"subfolder": subfolder, "token": token, "cache_folder": cache_folder,
+               "revision": revision, "local_files_only": local_files_only}
+        module = cls(**cls.load_config(model_name_or_path, **hub))
+        cls.load_torch_weights(model_name_or_path, model=module, **hub)
+        return module

@@ -1,0 +1,1 @@
+"""Training: batches, the loop, checkpoints, multi-process support, and the train/average stages."""

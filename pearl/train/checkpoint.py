@@ -1,0 +1,56 @@
+"""Training checkpoints: the whole training state, written atomically, resumed only when it
+belongs to the same run (same params and inputs)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+import torch
+
+from pearl.artifacts import atomic_path
+from pearl.log import get_logger
+from pearl.params import Params
+
+log = get_logger("train")
+LATEST = "latest.pt"
+
+# Train params that do not change the result: a run may resume under different values.
+_NEUTRAL = {"num_workers", "checkpoint_dir", "checkpoint_every", "log_every"}
+
+
+def fingerprint(params: Params, inputs: list[Path]) -> str:
+    train = {k: v for k, v in asdict(params.train).items() if k not in _NEUTRAL}
+    digest = hashlib.sha256(json.dumps(
+        {"seed": params.base.seed, "model": asdict(params.model), "train": train}, sort_keys=True).encode())
+    for path in inputs:
+        digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()[:16]
+
+
+def save_checkpoint(directory: Path, state: dict) -> None:
+    with atomic_path(directory / LATEST) as tmp:
+        torch.save(state, tmp)
+    log.info("checkpoint at step %d → %s", state["step"], directory / LATEST)
+
+
+def load_checkpoint(directory: Path, expected: str) -> dict | None:
+    path = directory / LATEST
+    if not path.is_file():
+        return None
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=False)
+    except Exception as error:  # a truncated or foreign file: start over rather than crash
+        log.warning("ignoring unreadable checkpoint %s (%s)", path, type(error).__name__)
+        return None
+    if state.get("fingerprint") != expected:
+        log.info("checkpoint %s is from other params or inputs; starting from step 0", path)
+        return None
+    log.info("resuming from %s at step %d", path, state["step"])
+    return state
+
+
+def clear_checkpoints(directory: Path) -> None:
+    (directory / LATEST).unlink(missing_ok=True)

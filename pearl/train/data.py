@@ -1,0 +1,149 @@
+"""Training batches: distinct phrases, one augmented view each, hard negatives, false-negative mask.
+
+A batch is a pure function of (seed, step): the epoch's permutation and every random choice in
+the batch come from generators seeded by them. So batches can be built in DataLoader workers in
+any order, and a run resumed at step s sees exactly the batches the uninterrupted run saw.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import torch
+
+from pearl.artifacts import read_parquet
+from pearl.augment.char_level import CharAugmenter
+from pearl.errors import PearlError
+
+LEVELS = ("char", "token", "phrase")
+
+
+@dataclass(frozen=True)
+class Batch:
+    texts: list[str]  # anchors, their positives (same order), then the hard negatives
+    n_anchors: int
+    labels: torch.Tensor  # type label of each anchor (its positive shares it)
+    exclude: torch.Tensor  # (anchors, candidates) bool: false negatives left out of the loss
+    features: dict[str, torch.Tensor]  # tokenised `texts`
+    levels: dict[str, int]  # how many positives came from each level ("none": the phrase itself)
+
+
+@dataclass(frozen=True)
+class Sampling:
+    seed: int
+    batch_size: int
+    hard_negatives: int
+    level_probs: dict[str, float]
+
+
+class TrainingSet:
+    """Phrases with labels, cached token/phrase variants and hard negatives, split train/held-out."""
+
+    def __init__(self, phrases: list[str], labels: np.ndarray, variants: dict[str, list[list[str]]],
+                 negatives: list[list[str]], heldout_fraction: float, seed: int):
+        self.phrases = phrases
+        self.labels = labels
+        self.variants = variants  # level → per phrase, its cached variants
+        self.negatives = negatives
+        order = np.random.default_rng([seed, 1]).permutation(len(phrases))
+        n_heldout = max(1, int(round(heldout_fraction * len(phrases))))
+        self.heldout = np.sort(order[:n_heldout])
+        self.train = np.sort(order[n_heldout:])
+
+    @classmethod
+    def load(cls, typed: Path, variants: Path, negatives: Path, heldout_fraction: float, seed: int) -> TrainingSet:
+        table = read_parquet(typed, ["phrase", "label_id"], producer="typing")
+        phrases = table["phrase"].to_list()
+        if len(phrases) < 4:
+            raise PearlError(f"{typed}: {len(phrases)} phrases; training needs at least 4")
+        index = {p: i for i, p in enumerate(phrases)}
+        cached = read_parquet(variants, ["phrase", "level", "variant"], producer="augment")
+        by_level = {}
+        for level in ("token", "phrase"):
+            lists = [[] for _ in phrases]
+            rows = cached.filter(pl.col("level") == level)
+            for phrase, variant in zip(rows["phrase"].to_list(), rows["variant"].to_list()):
+                if phrase in index:
+                    lists[index[phrase]].append(variant)
+            by_level[level] = lists
+        # a phrase without any hard negative has one row with a null negative
+        mined = read_parquet(negatives, ["phrase", "negative"], producer="negatives").drop_nulls("negative")
+        negative_lists = [[] for _ in phrases]
+        for phrase, negative in zip(mined["phrase"].to_list(), mined["negative"].to_list()):
+            if phrase in index:
+                negative_lists[index[phrase]].append(negative)
+        return cls(phrases, table["label_id"].to_numpy().astype(np.int64), by_level, negative_lists,
+                   heldout_fraction, seed)
+
+    def steps_per_epoch(self, batch_size: int) -> int:
+        return len(self.train) // batch_size
+
+    def anchors(self, sampling: Sampling, step: int) -> np.ndarray:
+        per_epoch = self.steps_per_epoch(sampling.batch_size)
+        epoch, position = divmod(step, per_epoch)
+        order = np.random.default_rng([sampling.seed, 2, epoch]).permutation(self.train)
+        return order[position * sampling.batch_size:(position + 1) * sampling.batch_size]
+
+    def batch_texts(self, sampling: Sampling, step: int) -> tuple[list[str], int, np.ndarray, np.ndarray, dict]:
+        """(texts, n_anchors, labels, exclude, level counts) of one step."""
+        chosen = self.anchors(sampling, step)
+        rng = np.random.default_rng([sampling.seed, 3, step])
+        chars = CharAugmenter(np.random.SeedSequence([sampling.seed, 4, step]))
+        anchors = [self.phrases[i] for i in chosen]
+        positives, counts = [], dict.fromkeys((*LEVELS, "none"), 0)
+        for i, phrase in zip(chosen, anchors):
+            view, level = self._positive(phrase, int(i), sampling.level_probs, rng, chars)
+            positives.append(view)
+            counts[level] += 1
+        in_batch = set(anchors) | set(positives)
+        negatives = []
+        for i in chosen:
+            pool = [n for n in self.negatives[i] if n not in in_batch]
+            for j in rng.permutation(len(pool))[: sampling.hard_negatives]:
+                negatives.append(pool[j])
+                in_batch.add(pool[j])  # each negative text once per batch
+        candidates = positives + negatives
+        exclude = np.zeros((len(anchors), len(candidates)), dtype=bool)
+        columns = {}
+        for j, text in enumerate(candidates):
+            columns.setdefault(text, []).append(j)
+        for i, (anchor, positive) in enumerate(zip(anchors, positives)):
+            for text in {anchor, positive}:
+                for j in columns.get(text, ()):
+                    exclude[i, j] = j != i
+        return anchors + candidates, len(anchors), self.labels[chosen], exclude, counts
+
+    def _positive(self, phrase: str, index: int, probs: dict[str, float], rng: np.random.Generator,
+                  chars: CharAugmenter) -> tuple[str, str]:
+        options = {}
+        if probs["char"] > 0:
+            made = list(chars.variants(phrase).values())
+            if made:
+                options["char"] = made
+        for level in ("token", "phrase"):
+            if probs[level] > 0 and self.variants[level][index]:
+                options[level] = self.variants[level][index]
+        if not options:
+            return phrase, "none"
+        levels = list(options)
+        weights = np.array([probs[level] for level in levels])
+        level = levels[rng.choice(len(levels), p=weights / weights.sum())]
+        return options[level][rng.integers(len(options[level]))], level
+
+
+class StepBatches(torch.utils.data.Dataset):
+    """Batch number k of this dataset is training step `first + k`; tokenised in the worker."""
+
+    def __init__(self, data: TrainingSet, sampling: Sampling, tokenize, first: int, last: int):
+        self.data, self.sampling, self.tokenize = data, sampling, tokenize
+        self.first, self.last = first, last
+
+    def __len__(self) -> int:
+        return self.last - self.first
+
+    def __getitem__(self, k: int) -> Batch:
+        texts, n, labels, exclude, counts = self.data.batch_texts(self.sampling, self.first + k)
+        return Batch(texts, n, torch.from_numpy(labels), torch.from_numpy(exclude), self.tokenize(texts), counts)

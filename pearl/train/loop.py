@@ -1,0 +1,220 @@
+"""The training loop: Adam with step-wise exponential decay, checkpoints, a loss log for `dvc plots`."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch.utils.data import DataLoader
+from tqdm import tqdm
+
+from pearl.device import resolve_device
+from pearl.errors import PearlError
+from pearl.log import get_logger
+from pearl.model.grad_cache import cached_backward
+from pearl.model.loss import LossParts, pearl_loss
+from pearl.model.phrase_model import ModelConfig, PhraseModel
+from pearl.params import Params
+from pearl.train.checkpoint import clear_checkpoints, fingerprint, load_checkpoint, save_checkpoint
+from pearl.train.data import Batch, Sampling, StepBatches, TrainingSet
+from pearl.train.distributed import World, average_gradients, close_world, gather_rows, init_world, share
+
+log = get_logger("train")
+
+
+@dataclass(frozen=True)
+class TrainInputs:
+    typed: Path
+    variants: Path
+    negatives: Path
+
+
+@dataclass
+class TrainResult:
+    model: PhraseModel
+    data: TrainingSet
+    log_rows: list[dict]
+    steps: int
+    steps_per_epoch: int
+    started_at: int  # the step this run resumed from
+    seconds: float
+    device: str
+    precision: str
+    world: World
+
+
+def model_config(params: Params) -> ModelConfig:
+    m = params.model
+    return ModelConfig(m.backbone, m.prefix, m.max_length, m.char_encoder, m.char_dim, m.char_weight)
+
+
+def _precision(requested: str, device: str) -> str:
+    if requested == "auto":
+        return "bf16" if device == "cuda" else "fp32"
+    return requested
+
+
+def _rows(features: dict[str, torch.Tensor], start: int, stop: int, device) -> dict[str, torch.Tensor]:
+    return {k: v[start:stop].to(device, non_blocking=True) for k, v in features.items()}
+
+
+def _step(model: PhraseModel, batch: Batch, params: Params, device, autocast, world: World) -> LossParts:
+    t = params.train
+    labels, exclude = batch.labels.to(device), batch.exclude.to(device)
+
+    def loss_of(vectors: torch.Tensor) -> LossParts:
+        with autocast():
+            return pearl_loss(vectors, batch.n_anchors, labels, exclude, model.type_head, t.temperature, t.type_weight)
+
+    n = len(batch.texts)
+    if t.grad_cache:
+        def encode(rows: tuple[int, int]) -> torch.Tensor:
+            with autocast():
+                return model(_rows(batch.features, *rows, device))
+
+        spans = [(i, min(i + t.grad_cache_chunk, n)) for i in range(0, n, t.grad_cache_chunk)]
+        return cached_backward(encode, spans, device, loss_of)
+    start, stop, _ = share(n, world)
+    with autocast():
+        local = model(_rows(batch.features, start, stop, device))
+    parts = loss_of(gather_rows(local, n, world))
+    parts.total.backward()
+    return parts
+
+
+def train(params: Params, inputs: TrainInputs) -> TrainResult:
+    t = params.train
+    device_name = resolve_device(params.base.device)
+    world = init_world(device_name)
+    if t.grad_cache and world.size > 1:
+        raise PearlError("train.grad_cache is single-process only: under torchrun, lower train.batch_size per GPU instead")
+    device = torch.device("cuda", world.local_rank) if device_name == "cuda" else torch.device("cpu")
+    precision = _precision(t.precision, device_name)
+    if precision == "bf16" and device_name == "cpu":
+        log.warning("bf16 autocast on CPU is slow on most CPUs; train.precision=fp32 is the CPU default")
+
+    torch.manual_seed(params.base.seed)
+    model = PhraseModel(model_config(params)).to(device)
+    data = TrainingSet.load(inputs.typed, inputs.variants, inputs.negatives, t.heldout_fraction, params.base.seed)
+    per_epoch = data.steps_per_epoch(t.batch_size)
+    if per_epoch == 0:
+        raise PearlError(f"train.batch_size ({t.batch_size}) exceeds the {len(data.train)} training phrases: lower it")
+    total = per_epoch * t.epochs if t.max_steps is None else min(per_epoch * t.epochs, t.max_steps)
+
+    # The character encoder and type head start from random weights: at the backbone's small
+    # learning rate they would barely move in a CPU-sized run.
+    heads = [p for name, p in model.named_parameters() if not name.startswith("backbone.")]
+    optimizer = torch.optim.Adam([{"params": list(model.backbone.parameters()), "lr": t.lr},
+                                  {"params": heads, "lr": t.head_lr}])
+    scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=t.lr_decay_steps, gamma=t.lr_decay_rate)
+    checkpoints = Path(t.checkpoint_dir)
+    run_id = fingerprint(params, [inputs.typed, inputs.variants, inputs.negatives])
+    state = load_checkpoint(checkpoints, run_id)
+    start, rows = 0, []
+    if state is not None:
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        scheduler.load_state_dict(state["scheduler"])
+        start, rows = state["step"], state["log"]
+
+    if world.size > 1:  # every rank starts from rank 0's weights (a resumed run included)
+        for tensor in model.state_dict().values():
+            torch.distributed.broadcast(tensor, src=0)
+
+    def autocast():
+        if precision == "bf16":
+            return torch.autocast(device_type=device.type, dtype=torch.bfloat16)
+        return contextlib.nullcontext()
+
+    probs = {"char": t.p_char, "token": t.p_token, "phrase": t.p_phrase}
+    sampling = Sampling(params.base.seed, t.batch_size, t.hard_negatives, probs)
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # workers tokenise; no nested thread pools
+    loader = DataLoader(StepBatches(data, sampling, model.tokenize, start, total), batch_size=None,
+                        num_workers=t.num_workers, prefetch_factor=4 if t.num_workers else None,
+                        pin_memory=device.type == "cuda")
+    log.info("training %d steps (%d per epoch, batch %d, %d hard negatives each, %s, %s, world %d) from step %d",
+             total, per_epoch, t.batch_size, t.hard_negatives, device, precision, world.size, start)
+
+    batches = iter(loader)  # draws the loader's base seed from torch's RNG: before the restore below
+    if state is not None:
+        torch.set_rng_state(state["rng"])  # dropout continues as in the uninterrupted run
+    model.train()
+    window = _Window()
+    began = time.perf_counter()
+    last = began
+    progress = tqdm(batches, initial=start, total=total, desc="train", disable=not world.main, mininterval=5)
+    for k, batch in enumerate(progress):
+        step = start + k
+        optimizer.zero_grad(set_to_none=True)
+        parts = _step(model, batch, params, device, autocast, world)
+        average_gradients(model, world)
+        optimizer.step()
+        scheduler.step()
+        now = time.perf_counter()
+        window.add(parts, batch, now - last)
+        last = now
+        if (step + 1) % t.log_every == 0 or step + 1 == total:
+            rows.append(window.row(step + 1, scheduler.get_last_lr()[0]))
+            progress.set_postfix(loss=rows[-1]["loss"], refresh=False)
+            window = _Window()
+        if world.main and (step + 1) % t.checkpoint_every == 0 and step + 1 < total:
+            save_checkpoint(checkpoints, {
+                "step": step + 1, "fingerprint": run_id, "model": model.state_dict(),
+                "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
+                "rng": torch.get_rng_state(), "log": rows,
+            })
+    seconds = time.perf_counter() - began
+    if world.main:
+        clear_checkpoints(checkpoints)
+    close_world(world)
+    return TrainResult(model, data, rows, total, per_epoch, start, seconds, str(device), precision, world)
+
+
+class _Window:
+    """Running sums over the steps between two log rows."""
+
+    def __init__(self):
+        self.steps = 0
+        self.sums = dict.fromkeys(("loss", "contrastive", "type_loss", "seconds"), 0.0)
+        self.correct = self.anchors = self.phrases = 0
+
+    def add(self, parts: LossParts, batch: Batch, seconds: float) -> None:
+        self.steps += 1
+        self.sums["loss"] += float(parts.total.detach())
+        self.sums["contrastive"] += float(parts.contrastive)
+        self.sums["type_loss"] += float(parts.type_loss)
+        self.sums["seconds"] += seconds
+        self.correct += int(parts.type_correct)
+        self.anchors += batch.n_anchors
+        self.phrases += len(batch.texts)
+
+    def row(self, step: int, lr: float) -> dict:
+        n = max(self.steps, 1)
+        return {
+            "step": step,
+            "loss": round(self.sums["loss"] / n, 5),
+            "contrastive": round(self.sums["contrastive"] / n, 5),
+            "type_loss": round(self.sums["type_loss"] / n, 5),
+            "type_acc": round(self.correct / max(self.anchors, 1), 4),
+            "lr": float(f"{lr:.6g}"),
+            "seconds_per_step": round(self.sums["seconds"] / n, 4),
+            "texts_per_s": round(self.phrases / max(self.sums["seconds"], 1e-9), 1),
+        }
+
+
+@torch.no_grad()
+def type_accuracy(model: PhraseModel, texts: list[str], labels: np.ndarray, batch_size: int = 256) -> float:
+    device = next(model.parameters()).device
+    model.eval()
+    correct = 0
+    for i in range(0, len(texts), batch_size):
+        features = {k: v.to(device) for k, v in model.tokenize(texts[i:i + batch_size]).items()}
+        predicted = model.type_head(model(features).float()).argmax(-1).cpu().numpy()
+        correct += int((predicted == labels[i:i + batch_size]).sum())
+    model.train()
+    return correct / max(len(texts), 1)

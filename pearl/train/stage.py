@@ -1,0 +1,110 @@
+"""The `train` and `average` stages."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import torch
+
+from pearl.artifacts import atomic_path, write_json
+from pearl.log import get_logger
+from pearl.model.averaging import average_state
+from pearl.model.export import export_sentence_transformer
+from pearl.model.phrase_model import PhraseModel
+from pearl.model_ids import resolve_model
+from pearl.params import Params
+from pearl.train.loop import TrainInputs, train, type_accuracy
+
+log = get_logger("train")
+
+INPUTS = TrainInputs(Path("data/typed/phrases.parquet"), Path("data/augment/variants.parquet"),
+                     Path("data/negatives/hard_negatives.parquet"))
+FINETUNED = Path("models/finetuned")
+EXPORT = Path("models/pearl")
+
+
+def _replace_dir(write, target: Path) -> None:
+    """Write a directory beside `target` and swap it in only when complete."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent, prefix=f".{target.name}.") as scratch:
+        staged = Path(scratch) / target.name
+        write(staged)
+        if target.exists():
+            shutil.rmtree(target)
+        staged.rename(target)
+
+
+def _mean(rows: list[dict], key: str, first: bool, n: int) -> float | None:
+    chosen = rows[:n] if first else rows[-n:]
+    return round(float(np.mean([r[key] for r in chosen])), 4) if chosen else None
+
+
+def run_train(params: Params, inputs: TrainInputs = INPUTS, out_dir: Path = FINETUNED,
+              metrics: Path = Path("metrics/train.json"), log_path: Path = Path("metrics/train_log.csv")) -> dict:
+    result = train(params, inputs)
+    if not result.world.main:
+        return {}
+    data = result.data
+    heldout = [data.phrases[i] for i in data.heldout]
+    heldout_labels = data.labels[data.heldout]
+    majority = int(np.bincount(data.labels[data.train]).argmax())
+    window = max(1, len(result.log_rows) // 10)
+    numbers = {
+        "backbone": params.model.backbone,
+        "char_encoder": params.model.char_encoder,
+        "device": result.device,
+        "precision": result.precision,
+        "world_size": result.world.size,
+        "phrases_train": len(data.train),
+        "phrases_heldout": len(heldout),
+        "steps": result.steps,
+        "steps_per_epoch": result.steps_per_epoch,
+        "epochs": round(result.steps / result.steps_per_epoch, 3),
+        "resumed_from_step": result.started_at,
+        "loss_first_tenth": _mean(result.log_rows, "loss", True, window),
+        "loss_last_tenth": _mean(result.log_rows, "loss", False, window),
+        "heldout_type_accuracy": round(type_accuracy(result.model, heldout, heldout_labels), 4),
+        "heldout_majority_share": round(float(np.mean(heldout_labels == majority)), 4),
+    }
+    run_steps = result.steps - result.started_at
+    timing = {"seconds": round(result.seconds, 1), "steps_per_s": round(run_steps / max(result.seconds, 1e-9), 3)}
+    log.info("held-out type accuracy %.3f (majority class %.3f); loss %s → %s",
+             numbers["heldout_type_accuracy"], numbers["heldout_majority_share"],
+             numbers["loss_first_tenth"], numbers["loss_last_tenth"])
+    _replace_dir(result.model.save, out_dir)
+    with atomic_path(log_path) as tmp:
+        pl.DataFrame(result.log_rows).write_csv(tmp)
+    write_json({**numbers, **timing}, metrics)
+    return numbers
+
+
+def run_average(params: Params, source: Path = FINETUNED, out_dir: Path = EXPORT,
+                metrics: Path = Path("metrics/average.json")) -> dict:
+    from transformers import AutoModel
+
+    model = PhraseModel.load(source)
+    original = AutoModel.from_pretrained(resolve_model(model.config.backbone)).state_dict()
+    merged, averaged = average_state(original, model.backbone.state_dict(), params.average.alpha)
+    model.backbone.load_state_dict(merged)
+    _replace_dir(lambda path: export_sentence_transformer(model, path), out_dir)
+    probe = ["The New York Times", "NYTimes", "New York Post", "adult male", "grown man"]
+    with torch.no_grad():
+        vectors = model.encode(probe)
+    numbers = {
+        "alpha": params.average.alpha,
+        "tensors_averaged": averaged,
+        "tensors_kept": len(merged) - averaged,
+        "dimension": model.dim,
+        "config": asdict(model.config),
+        "cos_nytimes": round(float(vectors[0] @ vectors[1]), 4),
+        "cos_ny_post": round(float(vectors[0] @ vectors[2]), 4),
+        "cos_adult_male_grown_man": round(float(vectors[3] @ vectors[4]), 4),
+    }
+    log.info("averaged %d backbone tensors (alpha %.2f) → %s", averaged, params.average.alpha, out_dir)
+    write_json(numbers, metrics)
+    return numbers

@@ -1,0 +1,162 @@
+"""Training batches, the train and average stages, export and resume, on a tiny random backbone."""
+
+import json
+
+import numpy as np
+import polars as pl
+import pytest
+import torch
+
+from pearl.train.data import Sampling, TrainingSet
+
+WORDS = ["new", "york", "times", "post", "city", "river", "bank", "art", "cafe", "zurich", "tokyo", "paris"]
+
+
+def _toy_inputs(folder):
+    rng = np.random.default_rng(0)
+    phrases = sorted({" ".join(rng.choice(WORDS, size=rng.integers(1, 4))) for _ in range(200)})[:60]
+    typed = pl.DataFrame({"phrase": phrases, "label_id": pl.Series([i % 3 * 19 + 18 for i in range(len(phrases))], dtype=pl.Int16)})
+    variants = pl.DataFrame({
+        "phrase": [p for p in phrases for _ in range(2)],
+        "level": ["token", "phrase"] * len(phrases),
+        "method": ["token_swap", "mined"] * len(phrases),
+        "variant": [v for p in phrases for v in (" ".join(reversed(p.split())) + " x", p.upper())],
+    })
+    negatives = pl.DataFrame({
+        "phrase": [p for p in phrases for _ in range(3)] + ["lonely"],
+        "negative": [phrases[(i + k) % len(phrases)] for i in range(len(phrases)) for k in (1, 2, 3)] + [None],
+    })
+    paths = {name: folder / f"{name}.parquet" for name in ("typed", "variants", "negatives")}
+    typed.write_parquet(paths["typed"])
+    variants.write_parquet(paths["variants"])
+    negatives.write_parquet(paths["negatives"])
+    return paths
+
+
+@pytest.fixture
+def toy(tmp_path):
+    return _toy_inputs(tmp_path)
+
+
+def _set(toy):
+    return TrainingSet.load(toy["typed"], toy["variants"], toy["negatives"], 0.1, seed=3)
+
+
+def test_batches_are_a_function_of_seed_and_step(toy):
+    data = _set(toy)
+    sampling = Sampling(3, 8, 2, {"char": 0.34, "token": 0.33, "phrase": 0.33})
+    first = data.batch_texts(sampling, 5)
+    again = data.batch_texts(sampling, 5)
+    assert first[0] == again[0] and np.array_equal(first[3], again[3])
+    assert data.batch_texts(sampling, 6)[0] != first[0]
+    texts, n, labels, exclude, counts = first
+    anchors, positives, negatives = texts[:n], texts[n:2 * n], texts[2 * n:]
+    assert len(set(anchors)) == n == 8 and not set(anchors) & {data.phrases[i] for i in data.heldout}
+    assert 0 < len(negatives) <= 2 * n and len(set(negatives)) == len(negatives)
+    assert not set(negatives) & (set(anchors) | set(positives))
+    assert all(p != a for a, p in zip(anchors, positives)) and sum(counts.values()) == n
+    for i in range(n):  # an excluded column holds the anchor's own text or its positive's
+        for j in np.flatnonzero(exclude[i]):
+            assert j != i and texts[n + j] in (anchors[i], positives[i])
+
+
+def test_epochs_cover_every_training_phrase_once(toy):
+    data = _set(toy)
+    sampling = Sampling(3, 6, 0, {"char": 1.0, "token": 0.0, "phrase": 0.0})
+    steps = data.steps_per_epoch(6)
+    seen = np.concatenate([data.anchors(sampling, s) for s in range(steps)])
+    assert len(seen) == len(set(seen)) == steps * 6 and set(seen) <= set(data.train)
+
+
+def test_levels_switch_off(toy):
+    data = _set(toy)
+    only_token = data.batch_texts(Sampling(3, 8, 0, {"char": 0.0, "token": 1.0, "phrase": 0.0}), 0)
+    assert only_token[4]["token"] == 8
+    texts, n, *_, counts = data.batch_texts(Sampling(3, 8, 0, {"char": 0.0, "token": 0.0, "phrase": 0.0}), 0)
+    assert counts["none"] == 8 and texts[:n] == texts[n:2 * n]  # the phrase is its own view
+
+
+def _params(make_params, tiny_encoder, tmp_path, **extra):
+    settings = dict(model__backbone=str(tiny_encoder), model__max_length=16, model__char_dim=8,
+                    train__batch_size=8, train__max_steps=6, train__log_every=1, train__checkpoint_every=2,
+                    train__num_workers=0, train__checkpoint_dir=str(tmp_path / "ckpt"))
+    return make_params(**{**settings, **extra})
+
+
+def _train(params, toy, out):
+    from pearl.train.loop import TrainInputs
+    from pearl.train.stage import run_train
+
+    out.mkdir(exist_ok=True)
+    inputs = TrainInputs(toy["typed"], toy["variants"], toy["negatives"])
+    numbers = run_train(params, inputs, out / "model", out / "train.json", out / "log.csv")
+    return numbers, pl.read_csv(out / "log.csv")
+
+
+@pytest.mark.slow
+def test_same_seed_same_trace_and_a_crash_resumes_to_the_same_model(make_params, tiny_encoder, toy, tmp_path, monkeypatch):
+    import pearl.train.loop as loop
+
+    params = _params(make_params, tiny_encoder, tmp_path)
+    numbers, reference = _train(params, toy, tmp_path / "a")
+    assert numbers["steps"] == 6 and reference.height == 6 and not (tmp_path / "ckpt" / "latest.pt").exists()
+    _, again = _train(params, toy, tmp_path / "b")
+    assert reference.select("step", "loss", "contrastive", "type_loss").equals(again.select("step", "loss", "contrastive", "type_loss"))
+
+    real_step, calls = loop._step, []
+
+    def crash_on_fifth(*args):
+        calls.append(1)
+        if len(calls) == 5:
+            raise KeyboardInterrupt  # as a kill after the step-4 checkpoint
+        return real_step(*args)
+
+    monkeypatch.setattr(loop, "_step", crash_on_fifth)
+    with pytest.raises(KeyboardInterrupt):
+        _train(params, toy, tmp_path / "c")
+    assert (tmp_path / "ckpt" / "latest.pt").exists()
+    monkeypatch.setattr(loop, "_step", real_step)
+    resumed_numbers, resumed = _train(params, toy, tmp_path / "c")
+    assert resumed_numbers["resumed_from_step"] == 4
+    assert resumed.select("step", "loss").equals(reference.select("step", "loss"))
+    a = torch.load(tmp_path / "a" / "model" / "pearl_heads.pt")
+    c = torch.load(tmp_path / "c" / "model" / "pearl_heads.pt")
+    assert torch.equal(a["type_head"]["weight"], c["type_head"]["weight"])
+
+
+@pytest.mark.slow
+def test_average_exports_a_sentence_transformer_equal_to_pearls_encode(make_params, tiny_encoder, toy, tmp_path):
+    from sentence_transformers import SentenceTransformer
+    from typer.testing import CliRunner
+
+    import pearl
+    from pearl.cli import app
+    from pearl.model.phrase_model import PhraseModel
+    from pearl.train.stage import run_average
+
+    params = _params(make_params, tiny_encoder, tmp_path, model__prefix="query: ", train__max_steps=3)
+    _train(params, toy, tmp_path)
+    numbers = run_average(params, tmp_path / "model", tmp_path / "export", tmp_path / "average.json")
+    assert numbers["tensors_averaged"] > 0 and numbers["dimension"] == 32 + 8
+    modules = [m["type"] for m in json.loads((tmp_path / "export" / "modules.json").read_text())]
+    assert modules[0] == "pearl.model.st_modules.PhraseTransformer" and modules[2] == "pearl.model.st_modules.CharFeatures"
+    assert (tmp_path / "export" / "1_Pooling" / "config.json").is_file()
+
+    texts = ["new york times", "NYTimes", "Zürich café 🎉", "", "x" * 500]
+    expected = PhraseModel.load(tmp_path / "model")
+    from transformers import AutoModel
+    original = AutoModel.from_pretrained(str(tiny_encoder)).state_dict()
+    tuned = expected.backbone.state_dict()
+    expected.backbone.load_state_dict({k: (original[k] + tuned[k]) / 2 if tuned[k].is_floating_point() else tuned[k] for k in tuned})
+    want = expected.encode(texts)
+    st = SentenceTransformer(str(tmp_path / "export"), trust_remote_code=True)
+    assert torch.allclose(torch.from_numpy(st.encode(texts)), want, atol=1e-5)
+    assert torch.allclose(torch.from_numpy(pearl.load(tmp_path / "export").encode(texts)), want, atol=1e-5)
+
+    result = CliRunner().invoke(app, ["embed", "--model", str(tmp_path / "export"), "new york times", "NYTimes"])
+    assert result.exit_code == 0, result.output
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [line["text"] for line in lines] == ["new york times", "NYTimes"]
+    assert torch.allclose(torch.tensor(lines[0]["vector"]), want[0], atol=1e-4)
+    missing = CliRunner().invoke(app, ["embed", "--model", str(tmp_path), "x"])
+    assert missing.exit_code == 1 and "not a PEARL export" in missing.output

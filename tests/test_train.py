@@ -160,3 +160,12 @@ def test_average_exports_a_sentence_transformer_equal_to_pearls_encode(make_para
     assert torch.allclose(torch.tensor(lines[0]["vector"]), want[0], atol=1e-4)
     missing = CliRunner().invoke(app, ["embed", "--model", str(tmp_path), "x"])
     assert missing.exit_code == 1 and "not a PEARL export" in missing.output
+
+
+def test_a_batch_larger_than_the_phrases_is_a_one_line_error(make_params, tiny_encoder, toy, tmp_path):
+    from pearl.errors import PearlError
+
+    params = _params(make_params, tiny_encoder, tmp_path, train__batch_size=500)
+    with pytest.raises(PearlError, match=r"train.batch_size \(500\) exceeds the \d+ training phrases: lower it"):
+        _train(params, toy, tmp_path)
+    assert not (tmp_path / "model").exists() and not (tmp_path / "train.json").exists()

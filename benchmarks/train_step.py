@@ -14,20 +14,18 @@ The input pipeline is off the critical path when (1) is within 10% of (2).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import time
 
 import numpy as np
 import torch
-from torch.utils.data import DataLoader
 
 from pearl.augment.char_level import CharAugmenter
 from pearl.cli import _overrides
 from pearl.device import resolve_device
 from pearl.params import load_params
-from pearl.train.data import Batch, Sampling, StepBatches, TrainingSet
-from pearl.train.loop import _precision, _step, model_config
+from pearl.train.data import StepBatches, TrainingSet
 from pearl.train.distributed import World
+from pearl.train.loop import _step, autocast_for, batch_loader, model_config, precision_for, sampling_for
 from pearl.train.stage import INPUTS
 from pearl.model.phrase_model import PhraseModel
 
@@ -46,30 +44,24 @@ def main() -> None:
     t = params.train
     device_name = resolve_device(params.base.device)
     device = torch.device(device_name)
-    precision = _precision(t.precision, device_name)
-
-    def autocast():
-        if precision == "bf16":
-            return torch.autocast(device_type=device.type, dtype=torch.bfloat16)
-        return contextlib.nullcontext()
+    precision = precision_for(t.precision, device_name)
+    autocast = autocast_for(precision, device)
 
     torch.manual_seed(params.base.seed)
     model = PhraseModel(model_config(params)).to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=t.lr)
     data = TrainingSet.load(INPUTS.typed, INPUTS.variants, INPUTS.negatives, t.heldout_fraction, params.base.seed)
-    sampling = Sampling(params.base.seed, t.batch_size, t.hard_negatives,
-                        {"char": t.p_char, "token": t.p_token, "phrase": t.p_phrase})
+    sampling = sampling_for(params)
     world, warm, n = World(), 2, args.steps
+    steps = StepBatches(data, sampling, model.tokenize, 0, warm + n)
 
-    def optimise(batch: Batch) -> None:
+    def optimise(batch) -> None:
         optimizer.zero_grad(set_to_none=True)
         _step(model, batch, params, device, autocast, world)
         optimizer.step()
 
     # 1. the real pipeline
-    loader = DataLoader(StepBatches(data, sampling, model.tokenize, 0, warm + n), batch_size=None,
-                        num_workers=t.num_workers, prefetch_factor=4 if t.num_workers else None,
-                        pin_memory=device.type == "cuda")
+    loader = batch_loader(data, params, model.tokenize, 0, warm + n, device)
     times = []
     last = time.perf_counter()
     for k, batch in enumerate(loader):
@@ -82,7 +74,7 @@ def main() -> None:
     full = float(np.mean(times))
 
     # 2. compute only, same batches
-    ready = [StepBatches(data, sampling, model.tokenize, 0, warm + n)[k] for k in range(warm + n)]
+    ready = [steps[k] for k in range(warm + n)]
     times = []
     for k, batch in enumerate(ready):
         _sync(device)
@@ -99,8 +91,7 @@ def main() -> None:
         began = time.perf_counter()
         for phrase in (data.phrases[i] for i in data.anchors(sampling, k)):
             CharAugmenter(k).variants(phrase)  # the reference code builds its augmenters per sample
-        texts, count, labels, exclude, counts = data.batch_texts(sampling, k)
-        optimise(Batch(texts, count, torch.from_numpy(labels), torch.from_numpy(exclude), model.tokenize(texts), counts))
+        optimise(steps[k])  # built and tokenised here, in the training process
         _sync(device)
         if k >= warm:
             times.append(time.perf_counter() - began)

@@ -83,6 +83,13 @@ for _name, (_module, _function, _help) in _STAGES.items():
     app.command(_name, help=_help)(_stage_command(_module, _function))
 
 
+def _prefix_for(model: str, params: Params) -> str:
+    """An exported PEARL model applies its prefix itself, as its default prompt."""
+    from pearl.model.export import is_pearl_export
+
+    return "" if is_pearl_export(model) else params.model.prefix
+
+
 @app.command()
 def bench(
     model: Annotated[str, typer.Option(help="HF model id or sentence-transformers directory")],
@@ -93,12 +100,10 @@ def bench(
 ) -> None:
     """Evaluate any phrase encoder on the benchmark tasks, outside DVC; prints a table."""
     from pearl.bench.run import build_context, run_tasks
-    from pearl.model.export import is_pearl_export
 
     def evaluate(p: Params) -> None:
         chosen = [t.strip() for t in tasks.split(",") if t.strip()] or p.bench.tasks
-        prefix = "" if is_pearl_export(model) else p.model.prefix  # an export applies its own prompt
-        results = run_tasks(build_context(p, model, prefix), chosen, out)
+        results = run_tasks(build_context(p, model, _prefix_for(model, p)), chosen, out)
         width = max(map(len, results))
         typer.echo(f"{'task':<{width}}  score    std      n")
         for task, r in results.items():
@@ -120,11 +125,11 @@ def bench_task(
     from pearl.train.stage import EXPORT
 
     def evaluate(p: Params) -> None:
-        # the exported model carries its prefix as its default prompt
-        models = {"base": (p.model.backbone, p.model.prefix), "string": (None, ""), "model": (str(EXPORT), "")}
+        models = {"base": p.model.backbone, "string": None, "model": str(EXPORT)}
         if system not in models:
             raise PearlError(f"unknown system {system!r}: base, model or string")
-        model, prefix = models[system]
+        model = models[system]
+        prefix = "" if model is None else _prefix_for(model, p)
         run_tasks(build_context(p, model, prefix), [task], Path("metrics/bench") / system)
 
     _run(evaluate, params, set_)

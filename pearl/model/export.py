@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-import shutil
 import tempfile
+from dataclasses import asdict
 from pathlib import Path
 
 from pearl.errors import PearlError
@@ -12,15 +12,16 @@ from pearl.model.phrase_model import PhraseModel
 
 
 def export_sentence_transformer(model: PhraseModel, out_dir: Path) -> None:
-    """modules.json: PhraseTransformer (root), 1_Pooling (mean), 2_CharFeatures when the model has
+    """Write into `out_dir`, a new directory (callers swap it in, e.g. pearl.train.stage._replace_dir).
+
+    modules.json: PhraseTransformer (root), 1_Pooling (mean), 2_CharFeatures when the model has
     a character encoder, 3_Normalize. The prefix becomes the default prompt, so `encode` adds it."""
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.modules import Normalize, Pooling
 
     from pearl.model.st_modules import CharFeatures, PhraseTransformer
 
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=out_dir.parent) as scratch:
+    with tempfile.TemporaryDirectory() as scratch:  # PhraseTransformer loads the backbone from a path
         hf_dir = Path(scratch) / "hf"
         model.backbone.save_pretrained(hf_dir)
         model.tokenizer.save_pretrained(hf_dir)
@@ -35,17 +36,8 @@ def export_sentence_transformer(model: PhraseModel, out_dir: Path) -> None:
         prompts = {"query": model.config.prefix} if model.config.prefix else None
         st = SentenceTransformer(modules=modules, device="cpu", prompts=prompts,
                                  default_prompt_name="query" if prompts else None)
-        staged = Path(scratch) / "export"
-        st.save(str(staged))
-        (staged / "pearl_model.json").write_text(json.dumps({
-            "backbone": model.config.backbone, "prefix": model.config.prefix,
-            "char_encoder": model.config.char_encoder, "char_dim": model.config.char_dim,
-            "char_weight": model.config.char_weight,
-            "dimension": model.dim,
-        }, indent=2) + "\n")
-        if out_dir.exists():
-            shutil.rmtree(out_dir)
-        staged.rename(out_dir)
+        st.save(str(out_dir))
+    (out_dir / "pearl_model.json").write_text(json.dumps({**asdict(model.config), "dimension": model.dim}, indent=2) + "\n")
 
 
 def is_pearl_export(path: str | Path) -> bool:

@@ -84,17 +84,21 @@ class PhraseModel(nn.Module):
         return combine(u, None if self.char is None else self.char(features["char_ids"]), self.config.char_weight)
 
     @torch.no_grad()
-    def encode(self, texts: list[str], batch_size: int = 128) -> torch.Tensor:
-        """Normalised float32 vectors, in input order."""
+    def inference(self, texts: list[str], batch_size: int = 128) -> torch.Tensor:
+        """forward() on all texts in eval mode (no dropout), batch by batch; float32 on CPU."""
         device = next(self.parameters()).device
         was_training = self.training
         self.eval()
         chunks = []
         for start in range(0, len(texts), batch_size):
             features = {k: v.to(device) for k, v in self.tokenize(texts[start:start + batch_size]).items()}
-            chunks.append(nn.functional.normalize(self(features).float(), dim=-1).cpu())
+            chunks.append(self(features).float().cpu())
         self.train(was_training)
         return torch.cat(chunks) if chunks else torch.zeros((0, self.dim))
+
+    def encode(self, texts: list[str], batch_size: int = 128) -> torch.Tensor:
+        """Normalised float32 vectors, in input order."""
+        return nn.functional.normalize(self.inference(texts, batch_size), dim=-1)
 
     def save(self, directory: Path) -> None:
         """Backbone in HF format, the rest in pearl_heads.pt, the config in pearl_model.json."""

@@ -53,10 +53,31 @@ def model_config(params: Params) -> ModelConfig:
     return ModelConfig(m.backbone, m.prefix, m.max_length, m.char_encoder, m.char_dim, m.char_weight)
 
 
-def _precision(requested: str, device: str) -> str:
+def precision_for(requested: str, device: str) -> str:
     if requested == "auto":
         return "bf16" if device == "cuda" else "fp32"
     return requested
+
+
+def autocast_for(precision: str, device: torch.device):
+    """A factory of autocast contexts: bf16 autocast, or nothing for fp32."""
+    if precision == "bf16":
+        return lambda: torch.autocast(device_type=device.type, dtype=torch.bfloat16)
+    return contextlib.nullcontext
+
+
+def sampling_for(params: Params) -> Sampling:
+    t = params.train
+    return Sampling(params.base.seed, t.batch_size, t.hard_negatives,
+                    {"char": t.p_char, "token": t.p_token, "phrase": t.p_phrase})
+
+
+def batch_loader(data: TrainingSet, params: Params, tokenize, first: int, last: int, device: torch.device) -> DataLoader:
+    """Steps first..last-1, built and tokenised in `train.num_workers` workers."""
+    workers = params.train.num_workers
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # workers tokenise; no nested thread pools
+    return DataLoader(StepBatches(data, sampling_for(params), tokenize, first, last), batch_size=None,
+                      num_workers=workers, prefetch_factor=4 if workers else None, pin_memory=device.type == "cuda")
 
 
 def _rows(features: dict[str, torch.Tensor], start: int, stop: int, device) -> dict[str, torch.Tensor]:
@@ -94,7 +115,7 @@ def train(params: Params, inputs: TrainInputs) -> TrainResult:
     if t.grad_cache and world.size > 1:
         raise PearlError("train.grad_cache is single-process only: under torchrun, lower train.batch_size per GPU instead")
     device = torch.device("cuda", world.local_rank) if device_name == "cuda" else torch.device("cpu")
-    precision = _precision(t.precision, device_name)
+    precision = precision_for(t.precision, device_name)
     if precision == "bf16" and device_name == "cpu":
         log.warning("bf16 autocast on CPU is slow on most CPUs; train.precision=fp32 is the CPU default")
 
@@ -126,17 +147,8 @@ def train(params: Params, inputs: TrainInputs) -> TrainResult:
         for tensor in model.state_dict().values():
             torch.distributed.broadcast(tensor, src=0)
 
-    def autocast():
-        if precision == "bf16":
-            return torch.autocast(device_type=device.type, dtype=torch.bfloat16)
-        return contextlib.nullcontext()
-
-    probs = {"char": t.p_char, "token": t.p_token, "phrase": t.p_phrase}
-    sampling = Sampling(params.base.seed, t.batch_size, t.hard_negatives, probs)
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # workers tokenise; no nested thread pools
-    loader = DataLoader(StepBatches(data, sampling, model.tokenize, start, total), batch_size=None,
-                        num_workers=t.num_workers, prefetch_factor=4 if t.num_workers else None,
-                        pin_memory=device.type == "cuda")
+    autocast = autocast_for(precision, device)
+    loader = batch_loader(data, params, model.tokenize, start, total, device)
     log.info("training %d steps (%d per epoch, batch %d, %d hard negatives each, %s, %s, world %d) from step %d",
              total, per_epoch, t.batch_size, t.hard_negatives, device, precision, world.size, start)
 
@@ -208,13 +220,7 @@ class _Window:
 
 
 @torch.no_grad()
-def type_accuracy(model: PhraseModel, texts: list[str], labels: np.ndarray, batch_size: int = 256) -> float:
-    device = next(model.parameters()).device
-    model.eval()
-    correct = 0
-    for i in range(0, len(texts), batch_size):
-        features = {k: v.to(device) for k, v in model.tokenize(texts[i:i + batch_size]).items()}
-        predicted = model.type_head(model(features).float()).argmax(-1).cpu().numpy()
-        correct += int((predicted == labels[i:i + batch_size]).sum())
-    model.train()
-    return correct / max(len(texts), 1)
+def type_accuracy(model: PhraseModel, texts: list[str], labels: np.ndarray) -> float:
+    head = model.type_head
+    logits = head(model.inference(texts, batch_size=256).to(head.weight.device))
+    return float((logits.argmax(-1).cpu().numpy() == labels).mean()) if len(texts) else 0.0

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
-import torch
 
 from pearl.artifacts import atomic_path, write_json
 from pearl.log import get_logger
@@ -93,8 +92,7 @@ def run_average(params: Params, source: Path = FINETUNED, out_dir: Path = EXPORT
     model.backbone.load_state_dict(merged)
     _replace_dir(lambda path: export_sentence_transformer(model, path), out_dir)
     probe = ["The New York Times", "NYTimes", "New York Post", "adult male", "grown man"]
-    with torch.no_grad():
-        vectors = model.encode(probe)
+    vectors = model.encode(probe)
     numbers = {
         "alpha": params.average.alpha,
         "tensors_averaged": averaged,

@@ -12,7 +12,7 @@ from tests.test_train import _params, _set, _toy_inputs
 
 
 def _gradients(params, toy, world_size: int, rank: int) -> dict[str, torch.Tensor]:
-    from pearl.train.data import Batch, Sampling
+    from pearl.train.data import Sampling, StepBatches
     from pearl.train.distributed import average_gradients, close_world, init_world
     from pearl.train.loop import _step, model_config
     from pearl.model.phrase_model import PhraseModel
@@ -24,8 +24,7 @@ def _gradients(params, toy, world_size: int, rank: int) -> dict[str, torch.Tenso
     torch.nn.init.normal_(model.char.project.weight)
     model.eval()  # dropout masks would differ between one big pass and two shares
     data = _set(toy)
-    texts, n, labels, exclude, counts = data.batch_texts(Sampling(3, 8, 2, {"char": 1.0, "token": 1.0, "phrase": 1.0}), 0)
-    batch = Batch(texts, n, torch.from_numpy(labels), torch.from_numpy(exclude), model.tokenize(texts), counts)
+    batch = StepBatches(data, Sampling(3, 8, 2, {"char": 1.0, "token": 1.0, "phrase": 1.0}), model.tokenize, 0, 1)[0]
     _step(model, batch, params, torch.device("cpu"), contextlib.nullcontext, world)
     average_gradients(model, world)
     grads = {name: p.grad.clone() for name, p in model.named_parameters() if p.grad is not None}

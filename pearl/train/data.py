@@ -28,7 +28,6 @@ class Batch:
     labels: torch.Tensor  # type label of each anchor (its positive shares it)
     exclude: torch.Tensor  # (anchors, candidates) bool: false negatives left out of the loss
     features: dict[str, torch.Tensor]  # tokenised `texts`
-    levels: dict[str, int]  # how many positives came from each level ("none": the phrase itself)
 
 
 @dataclass(frozen=True)
@@ -145,5 +144,5 @@ class StepBatches(torch.utils.data.Dataset):
         return self.last - self.first
 
     def __getitem__(self, k: int) -> Batch:
-        texts, n, labels, exclude, counts = self.data.batch_texts(self.sampling, self.first + k)
-        return Batch(texts, n, torch.from_numpy(labels), torch.from_numpy(exclude), self.tokenize(texts), counts)
+        texts, n, labels, exclude, _ = self.data.batch_texts(self.sampling, self.first + k)
+        return Batch(texts, n, torch.from_numpy(labels), torch.from_numpy(exclude), self.tokenize(texts))

@@ -4,7 +4,7 @@ Phrases: real ones first (data/typed/phrases.parquet when built, the AutoFJ titl
 `autofj`, the YAGO/UMLS names of ../shared/pearl-benchmark); beyond that pool, realistic
 variants of them (a typo, a word dropped, a word added). For each size: blocking and scoring
 time, pairs scored, recall of the true top-k on a query sample against brute force, and the
-all-pairs cost extrapolated from the brute-force rate.
+all-pairs cost extrapolated from the brute-force rate. Settings: `negatives.*` of params.yaml.
 
     python benchmarks/mine_candidates.py                 # 10K, 100K, 1M
     python benchmarks/mine_candidates.py --sizes 10000   # one size
@@ -21,7 +21,10 @@ import numpy as np
 import polars as pl
 
 from pearl.bench import data
+from pearl.log import configure_logging
 from pearl.negatives import candidates as mining
+from pearl.negatives.stage import candidate_settings
+from pearl.params import load_params
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -72,8 +75,8 @@ def measure(phrases: list[str], settings: mining.CandidateSettings, queries: int
     start = time.perf_counter()
     rows, cols = mining.blocked_pairs(phrases, settings)
     blocked = time.perf_counter()
-    texts = np.asarray(phrases, dtype=object)
-    scores = mining.score_pairs(texts[rows].tolist(), texts[cols].tolist(), settings.scorer, settings.n_threads)
+    scores = mining.score_indexed_pairs(np.asarray(phrases, dtype=object), rows, cols, settings.scorer,
+                                        settings.n_threads, settings.min_edit_sim)
     r, c, s = mining.top_k(rows, cols, scores, settings.top_k, settings.min_edit_sim)
     done = time.perf_counter()
 
@@ -98,8 +101,8 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200, help="brute-force sample for recall")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    settings = mining.CandidateSettings(top_k=10, min_edit_sim=0.7, scorer="lookalike", block_top_m=100,
-                                        block_min_cos=0.2, block_max_df=20000, n_threads=os.cpu_count() or 1)
+    configure_logging()
+    settings = candidate_settings(load_params(ROOT / "params.yaml"))
     pool = real_phrases()
     print(f"real phrases available: {len(pool)}; {settings}; {os.cpu_count()} cores")
     header = f"{'phrases':>9} {'real':>8} {'block s':>8} {'score s':>8} {'total s':>8} {'pairs':>11} {'kept':>10} {'recall@10':>9} {'all-pairs s (est.)':>19}"

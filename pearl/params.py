@@ -92,8 +92,9 @@ class NegativesParams:
     min_edit_sim: Annotated[float, Field(ge=0, le=1)]
     scorer: Literal["lookalike", "wratio", "levenshtein"]
     block_top_m: PositiveInt
-    block_min_cos: Annotated[float, Field(ge=0, lt=1)]
-    block_max_df: PositiveInt
+    block_key_cap: PositiveInt
+    block_dim: PositiveInt
+    block_nprobe: PositiveInt
     rule: Literal["max_cos", "margin"]
     max_cos: Annotated[float, Field(ge=-1, le=1)]
     margin: float

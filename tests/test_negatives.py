@@ -1,5 +1,6 @@
 """Edit-similar candidates and hard negatives, on the issue's expected behaviours."""
 
+import dataclasses
 import json
 
 import numpy as np
@@ -7,15 +8,16 @@ import polars as pl
 import pytest
 
 from pearl.negatives import stage
+from pearl.negatives import candidates
 from pearl.negatives.candidates import (
-    CandidateSettings, brute_force_top_k, edit_similarity, mine_candidates, recall_at_k, top_k,
+    CandidateSettings, brute_force_top_k, edit_similarity, mine_candidates, recall_at_k, shared_word_pairs, top_k,
 )
 from pearl.negatives.hard_negatives import hard_negative_mask
 
 NYT_SET = ["The New York Times", "New York Post", "New York", "The New York Times Company", "nytimes",
            "the capital of France", "a red car", "red cars", "Stanley Kubrick", "Stanley Cup", "in 1968"]
-SETTINGS = CandidateSettings(top_k=10, min_edit_sim=0.7, scorer="lookalike", block_top_m=50, block_min_cos=0.0,
-                             block_max_df=5000, n_threads=2)
+SETTINGS = CandidateSettings(top_k=10, min_edit_sim=0.7, scorer="lookalike", block_top_m=50, block_key_cap=10,
+                             block_dim=256, block_nprobe=32, n_threads=2, seed=0)
 
 
 def test_top_k_keeps_the_best_per_row_and_breaks_ties_by_index():
@@ -62,9 +64,35 @@ def _generated_phrases(n, seed=0):
     return sorted(phrases)
 
 
-def test_blocking_finds_the_true_top_k():
+def test_shared_word_keys_pair_phrases_made_mostly_of_shared_words():
+    phrases = ["War", "World War II", "PC Magazine", "Rock Australia Magazine", "Magazine of the Rockies", "nytimes"]
+    rows, cols = shared_word_pairs(phrases, 0.7 / 0.95, cap=20)
+    pairs = {(phrases[r], phrases[c]) for r, c in zip(rows, cols)}
+    # "War" is all of itself; "Magazine" is most of "PC Magazine" (token_set_ratio 84) but not of
+    # "Magazine of the Rockies" (49), so the last two do not meet
+    assert pairs == {("War", "World War II"), ("World War II", "War"), ("PC Magazine", "Rock Australia Magazine"),
+                     ("Rock Australia Magazine", "PC Magazine"), ("PC Magazine", "Magazine of the Rockies"),
+                     ("Magazine of the Rockies", "PC Magazine")}
+    assert all(edit_similarity(phrases[r], phrases[c]) >= 0.7 for r, c in zip(rows, cols))
+
+
+def test_shared_word_cap_keeps_the_closest_phrases():
+    phrases = ["Rock Australia Magazine", "Time Magazine", "PC Magazine"]
+    rows, cols = shared_word_pairs(phrases, 0.7 / 0.95, cap=1)
+    pairs = {(phrases[r], phrases[c]) for r, c in zip(rows, cols)}
+    # under "Magazine", "PC Magazine" has the least left over: every holder meets it, and no
+    # holder meets "Time Magazine", which scores less against "Rock Australia Magazine"
+    assert pairs == {("Rock Australia Magazine", "PC Magazine"), ("PC Magazine", "Rock Australia Magazine"),
+                     ("Time Magazine", "PC Magazine"), ("PC Magazine", "Time Magazine")}
+    assert edit_similarity(phrases[0], phrases[2]) > edit_similarity(phrases[0], phrases[1]) >= 0.7
+
+
+@pytest.mark.parametrize("inverted_file", [False, True])
+def test_blocking_finds_the_true_top_k(inverted_file, monkeypatch):
+    if inverted_file:  # the faiss IVF path that sets of 50K phrases and more take
+        monkeypatch.setattr(candidates, "_EXACT_BELOW", 0)
     phrases = _generated_phrases(600)
-    settings = CandidateSettings(5, 0.7, "lookalike", block_top_m=100, block_min_cos=0.0, block_max_df=5000, n_threads=2)
+    settings = dataclasses.replace(SETTINGS, top_k=5)
     rows, cols, scores = mine_candidates(phrases, settings)
     queries = list(range(0, 600, 7))
     found = [np.sort(scores[rows == q])[::-1] for q in queries]
@@ -98,7 +126,7 @@ def test_negatives_stage_on_the_example(make_params, tmp_path):
     phrases = tmp_path / "phrases.parquet"
     pl.DataFrame({"phrase": NYT_SET}).write_parquet(phrases)
     candidates = tmp_path / "candidates.parquet"
-    params = make_params(negatives__block_min_cos=0.0)
+    params = make_params()
     stage.run_candidates(params, source=phrases, output=candidates, metrics=tmp_path / "c.json")
     out = tmp_path / "hard_negatives.parquet"
     numbers = stage.run_negatives(params, source=phrases, candidates=candidates, output=out, metrics=tmp_path / "n.json")
@@ -113,6 +141,6 @@ def test_negatives_stage_on_the_example(make_params, tmp_path):
     meta = json.loads((tmp_path / "hard_negatives.meta.json").read_text())
     assert meta["rule"] == "cos <= 0.8" and meta["hard_negatives"] == numbers["hard_negatives"]
 
-    stricter = make_params(negatives__block_min_cos=0.0, negatives__min_edit_sim=0.8)
+    stricter = make_params(negatives__min_edit_sim=0.8)
     fewer = stage.run_candidates(stricter, source=phrases, output=candidates, metrics=tmp_path / "c.json")
     assert fewer["pairs"] < json.loads((tmp_path / "n.json").read_text())["candidate_pairs"]

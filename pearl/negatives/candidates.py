@@ -1,4 +1,4 @@
-"""Edit-similar candidates: for every phrase, its top-k other phrases by edit similarity.
+"""Edit-similar candidates: for every phrase, its top-k most similar other phrases.
 
 Edit similarity (`negatives.scorer`):
 - `lookalike` (default): rapidfuzz's WRatio without its partial (substring-window) branches,
@@ -11,25 +11,42 @@ Edit similarity (`negatives.scorer`):
   look alike: such ties would otherwise fill every top-k.
 - `wratio`: rapidfuzz WRatio as it is; `levenshtein`: normalised Levenshtein similarity.
 
-Scoring all pairs is quadratic (3.8M phrases in the paper). Blocking: each phrase is
-compared only with its nearest phrases under three sparse products of character 3-gram
-vectors (sparse_dot_topn, multithreaded, 3-grams in more than `block_max_df` phrases left
-out): TF-IDF cosine (similar strings), and the IDF-weighted share of one phrase's 3-grams
-found in the other, both ways (containment). Those pairs are scored exactly, vectorised
-(rapidfuzz `cpdist`). Recall against brute force: benchmarks/mine_candidates.py.
+Scoring all pairs is quadratic (3.8M phrases in the paper). Blocking proposes pairs through
+two channels whose cost grows linearly with the phrase count, and only those are scored
+exactly (rapidfuzz `cpdist`, all threads):
+- shared words: token_set_ratio scores a pair by its shared words when they make up most of
+  one of the two ("New York" in "The New York Times" gives 100; "Magazine" in "PC Magazine"
+  against any phrase with that word gives 84). Each phrase is keyed by every subset of its
+  words that covers enough of it to pass `min_edit_sim`; every phrase holding those words
+  meets the `block_key_cap` phrases keyed by them with the least left over, and each of
+  those meets every holder. Exact for this term up to the cap: a keyed phrase beyond it
+  scores the same against every holder, so the holders it meets through its own words
+  (at least the cap's) tie with the ones it misses.
+- characters: each phrase's character 1- and 2-grams (case kept, no IDF: the scorers weigh
+  every character alike), randomly projected to `block_dim` dimensions, and its
+  `block_top_m` nearest neighbours by cosine through a faiss inverted-file index with 8-bit
+  codes (`block_nprobe` of 4·√n cells visited; exact search below 50K phrases).
+Recall against brute force at 10K–1M phrases: benchmarks/mine_candidates.py.
 """
 
 from __future__ import annotations
 
+import itertools
+import math
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
 from rapidfuzz import fuzz, process
 from rapidfuzz.distance import Levenshtein
-from sklearn.feature_extraction.text import TfidfVectorizer
+
+from pearl.log import Stopwatch, get_logger
+
+log = get_logger("candidates")
 
 _CHUNK = 2_000_000
+_EXACT_BELOW = 50_000
+# above this many words, only subsets of 1-2 words and the set less one word are keys (2^n grows fast)
+_ALL_SUBSETS_UP_TO = 8
 
 
 @dataclass(frozen=True)
@@ -38,37 +55,50 @@ class CandidateSettings:
     min_edit_sim: float
     scorer: str
     block_top_m: int
-    block_min_cos: float
-    block_max_df: int
+    block_key_cap: int
+    block_dim: int
+    block_nprobe: int
     n_threads: int
+    seed: int
 
 
 def _lookalike(parts: dict[str, np.ndarray]) -> np.ndarray:
     return np.maximum.reduce([parts["ratio"], 0.95 * parts["sort"], 0.95 * parts["set"]]) / 100
 
 
-_PARTS = {"ratio": fuzz.ratio, "sort": fuzz.token_sort_ratio, "set": fuzz.token_set_ratio}
+_PARTS = {"ratio": (fuzz.ratio, 1.0), "sort": (fuzz.token_sort_ratio, 0.95), "set": (fuzz.token_set_ratio, 0.95)}
 _SINGLE = {"wratio": (fuzz.WRatio, 100.0), "levenshtein": (Levenshtein.normalized_similarity, 1.0)}
 
 
-def score_pairs(a, b, scorer: str, n_threads: int) -> np.ndarray:
-    """Edit similarity in [0, 1] of aligned pairs a[i], b[i], in chunks, all threads."""
-    scores = np.empty(len(a), dtype=np.float32)
-    for start in range(0, len(a), _CHUNK):
-        x, y = a[start:start + _CHUNK], b[start:start + _CHUNK]
-        if scorer == "lookalike":
-            parts = {k: process.cpdist(x, y, scorer=f, workers=n_threads, dtype=np.float32) for k, f in _PARTS.items()}
-            scores[start:start + _CHUNK] = _lookalike(parts)
-        else:
-            function, scale = _SINGLE[scorer]
-            scores[start:start + _CHUNK] = process.cpdist(x, y, scorer=function, workers=n_threads, dtype=np.float32) / scale
+def score_pairs(a, b, scorer: str, n_threads: int, cutoff: float = 0.0) -> np.ndarray:
+    """Edit similarity in [0, 1] of aligned pairs a[i], b[i], all threads. Scores below
+    `cutoff` may come back as 0 (rapidfuzz stops early on them)."""
+    if scorer == "lookalike":
+        parts = {k: process.cpdist(a, b, scorer=f, workers=n_threads, dtype=np.float32,
+                                   score_cutoff=min(100.0, 100 * cutoff / weight))
+                 for k, (f, weight) in _PARTS.items()}
+        return _lookalike(parts)
+    function, scale = _SINGLE[scorer]
+    return process.cpdist(a, b, scorer=function, workers=n_threads, dtype=np.float32,
+                          score_cutoff=cutoff * scale) / scale
+
+
+def score_indexed_pairs(texts: np.ndarray, rows: np.ndarray, cols: np.ndarray, scorer: str, n_threads: int,
+                        cutoff: float = 0.0) -> np.ndarray:
+    """score_pairs of texts[rows[i]], texts[cols[i]], in chunks so the string lists stay small."""
+    scores = np.empty(len(rows), dtype=np.float32)
+    for start in range(0, len(rows), _CHUNK):
+        end = start + _CHUNK
+        scores[start:end] = score_pairs(texts[rows[start:end]].tolist(), texts[cols[start:end]].tolist(),
+                                        scorer, n_threads, cutoff)
     return scores
 
 
 def score_matrix(queries: list[str], phrases: list[str], scorer: str, n_threads: int) -> np.ndarray:
     """Edit similarity of every query with every phrase (brute force)."""
     if scorer == "lookalike":
-        parts = {k: process.cdist(queries, phrases, scorer=f, workers=n_threads, dtype=np.float32) for k, f in _PARTS.items()}
+        parts = {k: process.cdist(queries, phrases, scorer=f, workers=n_threads, dtype=np.float32)
+                 for k, (f, _) in _PARTS.items()}
         return _lookalike(parts)
     function, scale = _SINGLE[scorer]
     return process.cdist(queries, phrases, scorer=function, workers=n_threads, dtype=np.float32) / scale
@@ -78,42 +108,121 @@ def edit_similarity(a: str, b: str, scorer: str = "lookalike") -> float:
     return float(score_pairs([a], [b], scorer, 1)[0])
 
 
-def trigram_vectors(phrases: list[str], max_df: int) -> tuple[sp.csr_matrix, sp.csr_matrix, sp.csr_matrix]:
-    """TF-IDF (L2 rows), binary presence, and IDF weights with L1 rows, of character 3-grams.
+def _word_subsets(words: list[str]):
+    sizes = range(1, len(words) + 1) if len(words) <= _ALL_SUBSETS_UP_TO else (1, 2, len(words) - 1, len(words))
+    for size in sizes:
+        yield from itertools.combinations(words, size)
 
-    3-grams found in more than `max_df` phrases ("the", "ion") are left out: they make the
-    sparse products quadratic and say little about which phrases look alike.
+
+def shared_word_pairs(phrases: list[str], min_share_ratio: float, cap: int) -> tuple[np.ndarray, np.ndarray]:
+    """(row, col) of phrases whose shared words alone score `min_share_ratio` or more under
+    token_set_ratio's ratio(shared, shared + rest of one side), both directions.
+
+    rapidfuzz splits on whitespace and compares sorted unique words joined by one space, so
+    a subset of s words of a phrase scores 2·len(s) / (2·len(s) + 1 + len(rest)), and 1 when
+    the subset is the whole phrase.
     """
-    vectorizer = TfidfVectorizer(analyzer="char_wb", ngram_range=(3, 3), lowercase=True, sublinear_tf=True,
-                                 dtype=np.float32, max_df=max(max_df, 1) if len(phrases) > max_df else 1.0)
-    tfidf = vectorizer.fit_transform(phrases).tocsr()
-    present = tfidf.copy()
-    present.data[:] = 1.0
-    weighted = present.multiply(vectorizer.idf_[None, :].astype(np.float32)).tocsr()
-    sums = np.asarray(weighted.sum(axis=1)).ravel()
-    weighted = sp.diags(np.divide(1.0, sums, out=np.zeros_like(sums), where=sums > 0)) @ weighted
-    return tfidf, present.tocsr(), weighted.tocsr().astype(np.float32)
+    keys: dict[tuple[str, ...], int] = {}
+    keyed_key, keyed_id, keyed_rest = [], [], []
+    words_of = []
+    for i, phrase in enumerate(phrases):
+        words = sorted(set(phrase.split()))
+        words_of.append(words)
+        total = len(" ".join(words))
+        for subset in _word_subsets(words):
+            shared = len(" ".join(subset))
+            rest = total - shared - 1 if len(subset) < len(words) else -1
+            if 2 * shared / (2 * shared + 1 + rest) >= min_share_ratio:
+                keyed_key.append(keys.setdefault(subset, len(keys)))
+                keyed_id.append(i)
+                keyed_rest.append(rest)
+    holder_key, holder_id = [], []
+    for i, words in enumerate(words_of):
+        for subset in _word_subsets(words):
+            key = keys.get(subset)
+            if key is not None:
+                holder_key.append(key)
+                holder_id.append(i)
+    if not keys:
+        empty = np.array([], dtype=np.int64)
+        return empty, empty
+    keyed_key, keyed_id, keyed_rest = (np.asarray(x, np.int64) for x in (keyed_key, keyed_id, keyed_rest))
+    holder_key, holder_id = np.asarray(holder_key, np.int64), np.asarray(holder_id, np.int64)
+    order = np.lexsort((keyed_id, keyed_rest, keyed_key))
+    keyed_key, keyed_id = keyed_key[order], keyed_id[order]
+    best = np.arange(len(keyed_key)) - np.searchsorted(keyed_key, np.arange(len(keys)))[keyed_key] < cap
+    rows, cols = _join(holder_key, holder_id, keyed_key[best], keyed_id[best])
+    keep = rows != cols
+    rows, cols = rows[keep], cols[keep]
+    return np.concatenate([rows, cols]), np.concatenate([cols, rows])
+
+
+def _join(left_key, left_id, right_key, right_id) -> tuple[np.ndarray, np.ndarray]:
+    """Every (left_id, right_id) with equal keys; right_key is sorted."""
+    lo = np.searchsorted(right_key, left_key, "left")
+    count = np.searchsorted(right_key, left_key, "right") - lo
+    offsets = np.arange(count.sum()) - np.repeat(np.cumsum(count) - count, count)
+    return np.repeat(left_id, count), right_id[np.repeat(lo, count) + offsets]
+
+
+def character_vectors(phrases: list[str], dim: int, seed: int) -> np.ndarray:
+    """Unit vectors whose cosines approximate the cosine of character 1-2-gram counts."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    counts = TfidfVectorizer(analyzer="char_wb", ngram_range=(1, 2), lowercase=False, use_idf=False,
+                             sublinear_tf=True, dtype=np.float32).fit_transform(phrases)
+    projection = np.random.default_rng(seed).standard_normal((counts.shape[1], dim), dtype=np.float32)
+    vectors = np.ascontiguousarray(counts @ projection, dtype=np.float32)
+    vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+    return vectors
+
+
+def character_neighbour_pairs(phrases: list[str], settings: CandidateSettings) -> tuple[np.ndarray, np.ndarray]:
+    """(row, col) of each phrase's block_top_m nearest others by character-vector cosine."""
+    import faiss
+
+    faiss.omp_set_num_threads(settings.n_threads)
+    vectors = character_vectors(phrases, settings.block_dim, settings.seed)
+    n, dim = vectors.shape
+    if n < _EXACT_BELOW:
+        index = faiss.IndexFlatIP(dim)
+    else:
+        cells = int(4 * math.sqrt(n))
+        # 8-bit codes: the search reads a quarter of the memory, which bounds its speed
+        index = faiss.IndexIVFScalarQuantizer(faiss.IndexFlatIP(dim), dim, cells, faiss.ScalarQuantizer.QT_8bit,
+                                              faiss.METRIC_INNER_PRODUCT)
+        index.cp.seed = settings.seed
+        index.cp.niter = 10
+        sample = np.random.default_rng(settings.seed).choice(n, min(n, 40 * cells), replace=False)
+        index.train(vectors[np.sort(sample)])
+        index.nprobe = settings.block_nprobe
+    index.add(vectors)
+    m = min(settings.block_top_m + 1, n)
+    rows, cols = [], []
+    for start in range(0, n, 65_536):
+        _, found = index.search(vectors[start:start + 65_536], m)
+        r = np.repeat(np.arange(start, start + len(found)), m)
+        c = found.ravel()
+        keep = (c >= 0) & (c != r)
+        rows.append(r[keep])
+        cols.append(c[keep])
+    return np.concatenate(rows), np.concatenate(cols)
 
 
 def blocked_pairs(phrases: list[str], settings: CandidateSettings) -> tuple[np.ndarray, np.ndarray]:
-    """(row, col) of each phrase's nearest others under the three blocking products."""
-    from sparse_dot_topn import sp_matmul_topn
-
-    tfidf, present, weighted = trigram_vectors(phrases, settings.block_max_df)
-    m, t = settings.block_top_m + 1, settings.n_threads
-    products = (
-        (tfidf, tfidf.T.tocsr(), settings.block_min_cos),  # similar strings
-        (present, weighted.T.tocsr(), 0.5),                 # the candidate inside the phrase
-        (weighted, present.T.tocsr(), 0.5),                 # the phrase inside the candidate
-    )
-    rows, cols = [], []
-    for left, right, threshold in products:
-        near = sp_matmul_topn(left, right, top_n=m, threshold=threshold, n_threads=t).tocoo()
-        rows.append(near.row)
-        cols.append(near.col)
-    pairs = np.unique(np.stack([np.concatenate(rows), np.concatenate(cols)]).astype(np.int64), axis=1)
-    keep = pairs[0] != pairs[1]
-    return pairs[0][keep], pairs[1][keep]
+    """Distinct (row, col) pairs proposed by the shared-word and character channels."""
+    n = len(phrases)
+    clock = Stopwatch()
+    r1, c1 = shared_word_pairs(phrases, min(1.0, settings.min_edit_sim / 0.95), settings.block_key_cap)
+    log.info("shared words: %d pairs in %.1f s", len(r1), clock.seconds)
+    clock = Stopwatch()
+    r2, c2 = character_neighbour_pairs(phrases, settings)
+    log.info("character neighbours: %d pairs in %.1f s", len(r2), clock.seconds)
+    clock = Stopwatch()
+    pairs = np.sort(np.concatenate([r1, r2]) * n + np.concatenate([c1, c2]))
+    pairs = pairs[np.r_[True, pairs[1:] != pairs[:-1]]]  # np.unique hashes: 100× slower here
+    log.info("%d distinct pairs in %.1f s", len(pairs), clock.seconds)
+    return pairs // n, pairs % n
 
 
 def top_k(rows: np.ndarray, cols: np.ndarray, scores: np.ndarray, k: int, min_score: float):
@@ -134,8 +243,8 @@ def mine_candidates(phrases: list[str], settings: CandidateSettings):
         empty = np.array([], dtype=np.int64)
         return empty, empty, np.array([], dtype=np.float32)
     rows, cols = blocked_pairs(phrases, settings)
-    texts = np.asarray(phrases, dtype=object)
-    scores = score_pairs(texts[rows].tolist(), texts[cols].tolist(), settings.scorer, settings.n_threads)
+    scores = score_indexed_pairs(np.asarray(phrases, dtype=object), rows, cols, settings.scorer,
+                                 settings.n_threads, settings.min_edit_sim)
     return top_k(rows, cols, scores, settings.top_k, settings.min_edit_sim)
 
 

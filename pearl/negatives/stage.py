@@ -26,7 +26,8 @@ log = get_logger("negatives")
 def candidate_settings(params: Params) -> CandidateSettings:
     n = params.negatives
     threads = n.n_threads or os.cpu_count() or 1
-    return CandidateSettings(n.top_k, n.min_edit_sim, n.scorer, n.block_top_m, n.block_min_cos, n.block_max_df, threads)
+    return CandidateSettings(n.top_k, n.min_edit_sim, n.scorer, n.block_top_m, n.block_key_cap, n.block_dim,
+                             n.block_nprobe, threads, params.base.seed)
 
 
 def run_candidates(params: Params, source: Path = PHRASES, output: Path = CANDIDATES,
@@ -48,8 +49,9 @@ def run_candidates(params: Params, source: Path = PHRASES, output: Path = CANDID
     write_meta(output, {
         "stage": "candidates",
         "scorer": f"rapidfuzz {package_version('rapidfuzz')} {settings.scorer}",
-        "blocking": (f"top {settings.block_top_m} per phrase by char-3-gram TF-IDF cosine >= {settings.block_min_cos} "
-                     f"and by 3-gram containment both ways; 3-grams in > {settings.block_max_df} phrases ignored"),
+        "blocking": (f"shared-word keys ({settings.block_key_cap} phrases per key) and the {settings.block_top_m} "
+                     f"nearest by {settings.block_dim}-d character 1-2-gram vectors (faiss, nprobe "
+                     f"{settings.block_nprobe}); then exact scoring"),
         "top_k": settings.top_k,
         "min_edit_sim": settings.min_edit_sim,
         **numbers,

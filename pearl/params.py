@@ -83,6 +83,10 @@ class AugmentParams:
     parrot_beams: PositiveInt
     parrot_returns: PositiveInt
     parrot_max_similarity: Annotated[float, Field(gt=0, le=1)]
+    parrot_adequacy_model: str
+    parrot_adequacy_threshold: Annotated[float, Field(ge=0, le=1)]
+    parrot_fluency_model: str
+    parrot_fluency_threshold: Annotated[float, Field(ge=0, le=1)]
     batch_size: PositiveInt
 
 

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from rapidfuzz.distance import Levenshtein
 
 from pearl.augment import phrase_level, token_level
 from pearl.augment.char_level import CharAugmenter, keyboard_neighbours
@@ -123,7 +124,23 @@ def test_parrot_filters():
     assert not phrase_level.keep_paraphrase("x", "word " * 40, 0.9)
 
 
-def test_parrot_path_with_a_tiny_random_t5(tmp_path):
+def _tiny_classifier(directory, tokenizer, vocab_size, bias):
+    """A random-bodied classifier whose logits are its bias (zero output weights)."""
+    import torch
+    from transformers import BertConfig, BertForSequenceClassification
+
+    config = BertConfig(vocab_size=vocab_size, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                        intermediate_size=32, num_labels=len(bias))
+    model = BertForSequenceClassification(config)
+    with torch.no_grad():
+        model.classifier.weight.zero_()
+        model.classifier.bias.copy_(torch.tensor(bias))
+    model.save_pretrained(directory)
+    tokenizer.save_pretrained(directory)
+    return str(directory)
+
+
+def test_parrot_path_with_tiny_random_models(tmp_path, make_params):
     import torch
     from transformers import T5Config, T5ForConditionalGeneration
 
@@ -132,12 +149,31 @@ def test_parrot_path_with_a_tiny_random_t5(tmp_path):
     tokenizer, vocab_size = _char_wordpiece_tokenizer()
     config = T5Config(vocab_size=vocab_size, d_model=32, d_ff=64, d_kv=8, num_layers=2, num_heads=2,
                       decoder_start_token_id=0, pad_token_id=0, eos_token_id=3)
-    torch.manual_seed(0)
-    T5ForConditionalGeneration(config).save_pretrained(tmp_path)
-    tokenizer.save_pretrained(tmp_path)
-    parrot = phrase_level.ParrotParaphraser(str(tmp_path), "cpu", beams=4, returns=2, max_similarity=0.9)
-    found = parrot.paraphrase(["The New York Times", "a red car", "東京"], batch_size=2)
+    torch.manual_seed(2)  # a random T5 that writes short strings ("q", "q q"): seed 0 only writes runaway ones
+    T5ForConditionalGeneration(config).save_pretrained(tmp_path / "t5")
+    tokenizer.save_pretrained(tmp_path / "t5")
+    # adequacy logits (contradiction, neutral, entailment) = (0, 9, 2): Parrot reads entailment
+    # against contradiction only, softmax(0, 2)[1] = 0.881, whatever the neutral logit
+    adequacy = _tiny_classifier(tmp_path / "adequacy", tokenizer, vocab_size, [0.0, 9.0, 2.0])
+    fluency = _tiny_classifier(tmp_path / "fluency", tokenizer, vocab_size, [0.0, 3.0])  # 0.953 fluent
+
+    def parrot(**changes):
+        settings = make_params(**{"augment__parrot_model": str(tmp_path / "t5"), "augment__parrot_adequacy_model": adequacy,
+                                  "augment__parrot_fluency_model": fluency, "augment__parrot_beams": 4,
+                                  "augment__parrot_returns": 4, **changes}).augment
+        return phrase_level.ParrotParaphraser(settings, "cpu")
+
+    phrases = ["The New York Times", "a red car", "東京"]
+    lenient = parrot(augment__parrot_adequacy_threshold=0.88, augment__parrot_fluency_threshold=0.95)
+    assert lenient.adequacy(["a"], ["b"])[0] == pytest.approx(0.8808, abs=1e-4)
+    assert lenient.fluency(["a"])[0] == pytest.approx(0.9526, abs=1e-4)
+    found = lenient.paraphrase(phrases, batch_size=2)
+    assert found  # the random T5 does write something that passes
     for phrase, paraphrases in found.items():
         assert all(phrase_level.keep_paraphrase(phrase, p, 0.9) for p in paraphrases)
-    with pytest.raises(PearlError, match="augment.phrase_backend=offline"):
-        phrase_level.ParrotParaphraser(str(tmp_path / "missing"), "cpu", 2, 1, 0.9)
+        distances = [Levenshtein.distance(phrase.lower(), p.lower()) for p in paraphrases]
+        assert distances == sorted(distances, reverse=True)  # most diverse first
+    assert parrot(augment__parrot_adequacy_threshold=0.89).paraphrase(phrases, batch_size=2) == {}
+    assert parrot(augment__parrot_fluency_threshold=0.96).paraphrase(phrases, batch_size=2) == {}
+    with pytest.raises(PearlError, match="augment.parrot_fluency_model=.*augment.phrase_backend=offline"):
+        parrot(augment__parrot_fluency_model=str(tmp_path / "missing"))

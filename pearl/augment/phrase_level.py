@@ -17,6 +17,7 @@ import numpy as np
 from rapidfuzz.distance import Levenshtein
 
 from pearl.errors import PearlError
+from pearl.params import AugmentParams
 
 _ARTICLES = {"the", "a", "an"}
 _FUNCTION = {"of", "the", "and", "for", "in", "on", "at", "to", "a", "an", "&"}
@@ -84,28 +85,61 @@ def keep_paraphrase(phrase: str, candidate: str, max_similarity: float) -> bool:
     return len(candidate) <= 3 * max(len(phrase), 10)
 
 
+def _load(kind: str, param: str, model: str):
+    """A tokenizer and model from an HF id or directory, or a one-line error naming the param."""
+    import transformers
+
+    try:
+        tokenizer = transformers.AutoTokenizer.from_pretrained(model)
+        return tokenizer, getattr(transformers, kind).from_pretrained(model)
+    except Exception as error:
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise PearlError(
+            f"augment.{param}={model!r} could not be loaded ({first}); "
+            "set augment.phrase_backend=offline to use the offline substitute"
+        ) from None
+
+
 class ParrotParaphraser:
-    """A T5 paraphraser (Parrot by default) through transformers' generate, batched."""
+    """Parrot (T5 paraphraser) through transformers' generate, batched, with Parrot's filters:
+    adequacy (its NLI model's entailment-vs-contradiction probability for input → paraphrase),
+    fluency (its acceptability model's "good" probability), both at least their thresholds;
+    the survivors are ranked most diverse first (Levenshtein distance to the input), Parrot's
+    default ranker. Our own filters drop near-copies and runaway lengths before them."""
 
     PREFIX = "paraphrase: "
 
-    def __init__(self, model: str, device: str, beams: int, returns: int, max_similarity: float):
-        from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+    def __init__(self, settings: AugmentParams, device: str):
+        self.tokenizer, self.model = _load("AutoModelForSeq2SeqLM", "parrot_model", settings.parrot_model)
+        self.adequacy_tokenizer, self.adequacy_model = _load(
+            "AutoModelForSequenceClassification", "parrot_adequacy_model", settings.parrot_adequacy_model)
+        self.fluency_tokenizer, self.fluency_model = _load(
+            "AutoModelForSequenceClassification", "parrot_fluency_model", settings.parrot_fluency_model)
+        for model in (self.model, self.adequacy_model, self.fluency_model):
+            model.to(device).eval()
+        self.device, self.settings = device, settings
 
-        try:
-            self.tokenizer = AutoTokenizer.from_pretrained(model)
-            self.model = AutoModelForSeq2SeqLM.from_pretrained(model).to(device).eval()
-        except Exception as error:
-            first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-            raise PearlError(
-                f"augment.parrot_model={model!r} could not be loaded ({first}); "
-                "set augment.phrase_backend=offline to use the offline substitute"
-            ) from None
-        self.device, self.beams, self.returns, self.max_similarity = device, beams, returns, max_similarity
+    def _logits(self, tokenizer, model, *texts: list[str]):
+        import torch
+
+        inputs = tokenizer(*texts, return_tensors="pt", padding=True, truncation=True, max_length=128).to(self.device)
+        with torch.inference_mode():
+            return model(**inputs).logits.float()
+
+    def adequacy(self, phrases: list[str], paraphrases: list[str]) -> list[float]:
+        """P(entailment) against P(contradiction), the NLI model's labels 2 and 0 (as Parrot reads them)."""
+        logits = self._logits(self.adequacy_tokenizer, self.adequacy_model, phrases, paraphrases)
+        return logits[:, [0, 2]].softmax(dim=1)[:, 1].tolist()
+
+    def fluency(self, paraphrases: list[str]) -> list[float]:
+        """P(label 1 = fluent) of Parrot's fluency classifier, whose inputs start with "Sentence: "."""
+        logits = self._logits(self.fluency_tokenizer, self.fluency_model, ["Sentence: " + p for p in paraphrases])
+        return logits.softmax(dim=1)[:, 1].tolist()
 
     def paraphrase(self, phrases: list[str], batch_size: int) -> dict[str, list[str]]:
         import torch
 
+        s = self.settings
         found: dict[str, list[str]] = {}
         for start in range(0, len(phrases), batch_size):
             batch = phrases[start:start + batch_size]
@@ -113,13 +147,23 @@ class ParrotParaphraser:
                                     truncation=True, max_length=64).to(self.device)
             with torch.inference_mode():
                 output = self.model.generate(
-                    **inputs, num_beams=self.beams, num_return_sequences=self.returns, max_new_tokens=32,
+                    **inputs, num_beams=s.parrot_beams, num_return_sequences=s.parrot_returns, max_new_tokens=32,
                     do_sample=False,
                 )
             texts = self.tokenizer.batch_decode(output, skip_special_tokens=True)
-            for k, phrase in enumerate(batch):
-                candidates = [t.strip() for t in texts[k * self.returns:(k + 1) * self.returns]]
-                kept = [c for c in dict.fromkeys(candidates) if keep_paraphrase(phrase, c, self.max_similarity)]
-                if kept:
-                    found[phrase] = kept
+            pairs = [
+                (phrase, candidate)
+                for k, phrase in enumerate(batch)
+                for candidate in dict.fromkeys(t.strip() for t in texts[k * s.parrot_returns:(k + 1) * s.parrot_returns])
+                if keep_paraphrase(phrase, candidate, s.parrot_max_similarity)
+            ]
+            if not pairs:
+                continue
+            adequate = self.adequacy([p for p, _ in pairs], [c for _, c in pairs])
+            fluent = self.fluency([c for _, c in pairs])
+            for (phrase, candidate), a, f in zip(pairs, adequate, fluent):
+                if a >= s.parrot_adequacy_threshold and f >= s.parrot_fluency_threshold:
+                    found.setdefault(phrase, []).append(candidate)
+        for phrase, kept in found.items():
+            kept.sort(key=lambda c: (-Levenshtein.distance(phrase.lower(), c.lower()), c))
         return found

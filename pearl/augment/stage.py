@@ -49,10 +49,10 @@ def _paraphrases(params: Params, phrases: list[str]) -> tuple[dict[str, dict[str
     a = params.augment
     device = resolve_device(params.base.device)
     if a.phrase_backend == "parrot":
-        parrot = phrase_level.ParrotParaphraser(
-            a.parrot_model, device, a.parrot_beams, a.parrot_returns, a.parrot_max_similarity
-        )
-        return {"parrot": parrot.paraphrase(phrases, a.batch_size)}, f"Parrot {a.parrot_model}"
+        parrot = phrase_level.ParrotParaphraser(a, device)
+        return {"parrot": parrot.paraphrase(phrases, a.batch_size)}, (
+            f"Parrot {a.parrot_model}, adequacy >= {a.parrot_adequacy_threshold} ({a.parrot_adequacy_model}), "
+            f"fluency >= {a.parrot_fluency_threshold} ({a.parrot_fluency_model})")
     from pearl.embedder import Embedder
 
     embedder = Embedder(params.model.backbone, params.model.prefix, a.batch_size, 64, device)

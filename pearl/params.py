@@ -134,6 +134,7 @@ class TrainParams:
     p_char: Probability
     p_token: Probability
     p_phrase: Probability
+    p_identity: Probability
     heldout_fraction: Annotated[float, Field(gt=0, lt=0.5)]
     precision: Literal["auto", "fp32", "bf16"]
     grad_cache: bool

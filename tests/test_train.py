@@ -76,6 +76,13 @@ def test_levels_switch_off(toy):
     assert counts["none"] == 8 and texts[:n] == texts[n:2 * n]  # the phrase is its own view
 
 
+def test_identity_views_mix_with_augmented_ones(toy):
+    data = _set(toy)
+    texts, n, *_, counts = data.batch_texts(Sampling(3, 8, 0, {"char": 1.0, "token": 0.0, "phrase": 0.0, "none": 1.0}), 0)
+    assert counts["none"] > 0 and counts["char"] > 0 and counts["none"] + counts["char"] == 8
+    assert sum(a == v for a, v in zip(texts[:n], texts[n:2 * n])) == counts["none"]
+
+
 def _params(make_params, tiny_encoder, tmp_path, **extra):
     settings = dict(model__backbone=str(tiny_encoder), model__max_length=16, model__char_dim=8,
                     train__batch_size=8, train__max_steps=6, train__log_every=1, train__checkpoint_every=2,

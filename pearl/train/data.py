@@ -125,6 +125,8 @@ class TrainingSet:
         for level in ("token", "phrase"):
             if probs[level] > 0 and self.variants[level][index]:
                 options[level] = self.variants[level][index]
+        if probs.get("none", 0) > 0:
+            options["none"] = [phrase]  # the phrase itself: its view differs by dropout only
         if not options:
             return phrase, "none"
         levels = list(options)

@@ -69,7 +69,7 @@ def autocast_for(precision: str, device: torch.device):
 def sampling_for(params: Params) -> Sampling:
     t = params.train
     return Sampling(params.base.seed, t.batch_size, t.hard_negatives,
-                    {"char": t.p_char, "token": t.p_token, "phrase": t.p_phrase})
+                    {"char": t.p_char, "token": t.p_token, "phrase": t.p_phrase, "none": t.p_identity})
 
 
 def batch_loader(data: TrainingSet, params: Params, tokenize, first: int, last: int, device: torch.device) -> DataLoader:

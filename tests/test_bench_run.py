@@ -6,7 +6,7 @@ import pytest
 
 from pearl.bench import report
 from pearl.bench.run import resolve_kb
-from pearl.bench.task_names import PHRASE_TASKS
+from pearl.bench.task_names import GENERAL_TASKS, PHRASE_TASKS, TUNE_TASKS
 from pearl.errors import PearlError
 from pearl.model_ids import resolve_model
 
@@ -17,29 +17,45 @@ def _write(metrics_dir: Path, system: str, task: str, **numbers):
     path.write_text(json.dumps(numbers))
 
 
-def test_summary_average_and_deltas(tmp_path):
+def test_summary_average_deltas_references_and_tune_suite(tmp_path):
+    bench = tmp_path / "bench"
     for i, task in enumerate(PHRASE_TASKS):
-        _write(tmp_path, "base", task, score=50.0 + i, n=10)
-        _write(tmp_path, "model", task, score=53.0 + i, n=10)
-    _write(tmp_path, "base", "atis_s", score=90.0, std=0.5, n=10, length_cut_tokens=10)
-    _write(tmp_path, "string", "autofj", score=64.7, n=10)
-    _write(tmp_path, "base", "yago", score=40.0, n=10, dictionary_size=9000, dictionary_is_kb=0)
-    _write(tmp_path, "base", "umls", score=55.0, n=10, dictionary_size=700000, dictionary_is_kb=1)
-    tasks = [*PHRASE_TASKS, "atis_s"]
-    summary = report.summarise(tmp_path, tasks, ["autofj"])
-    assert summary["base"]["avg9"] == pytest.approx(np.mean([50.0 + i for i in range(9) if PHRASE_TASKS[i] != "yago"] + [40.0]), abs=0.01)
-    assert summary["delta"]["turney"] == 3.0 and summary["delta"]["yago"] == 53.0 + 4 - 40.0
-    assert summary["string"] == {"autofj": 64.7}  # no average from a partial row
-    text = report.markdown(summary, tmp_path, tasks, "all-MiniLM-L6-v2")
-    assert "| all-MiniLM-L6-v2 (backbone, untuned) |" in text and "Δ (model − backbone)" in text
+        _write(bench, "base", task, score=50.0 + i, n=10)
+        _write(bench, "model", task, score=53.0 + i, n=10)
+        _write(bench, "ref", task, **{"org/big": {"score": 52.0 + i, "n": 10}})
+    for task in GENERAL_TASKS:
+        _write(bench, "base", task, score=70.0, n=10)
+        _write(bench, "model", task, score=69.0, n=10)
+    _write(bench, "base", "atis_s", score=90.0, std=0.5, n=10, length_cut_tokens=10)
+    _write(bench, "string", "autofj", score=64.7, n=10)
+    _write(bench, "base", "yago", score=40.0, n=10, dictionary_size=9000, dictionary_is_kb=0)
+    _write(bench, "base", "umls", score=55.0, n=10, dictionary_size=700000, dictionary_is_kb=1)
+    for task in TUNE_TASKS:
+        _write(tmp_path / "tune", "base", task, score=30.0, n=5)
+    _write(tmp_path / "tune", "model", "rw", score=33.0, n=5)
+    tasks, tune = [*PHRASE_TASKS, "atis_s", *GENERAL_TASKS], list(TUNE_TASKS)
+    summary = report.summarise(tmp_path, tasks, tune, ["autofj"])
+    test = summary["test"]
+    assert test["base"]["avg9"] == pytest.approx(np.mean([50.0 + i for i in range(9) if PHRASE_TASKS[i] != "yago"] + [40.0]), abs=0.01)
+    assert test["delta"]["turney"] == 3.0 and test["delta"]["yago"] == 53.0 + 4 - 40.0
+    assert test["string"] == {"autofj": 64.7}  # no average from a partial row
+    assert test["base"]["general"] == 70.0 and test["delta"]["general"] == -1.0
+    # the better off-the-shelf model on avg9 is the reference (base's YAGO is 40 here)
+    assert test["margin_over_best_offshelf"]["avg9"] == pytest.approx(test["model"]["avg9"] - test["ref:org/big"]["avg9"], abs=0.01)
+    assert "general" not in test["margin_over_best_offshelf"]  # the reference has no general scores
+    assert summary["tune"]["base"]["tune"] == 30.0 and summary["tune"]["delta"] == {"rw": 3.0}
+    text = report.markdown(tmp_path, summary, tasks, tune, ["autofj"], "all-MiniLM-L6-v2")
+    assert "| all-MiniLM-L6-v2 (backbone, untuned) |" in text and "| org/big (reference, untuned) |" in text
+    assert "Δ (model − backbone)" in text and "Δ (model − best off-the-shelf)" in text
+    assert "### Tune suite (defaults are chosen here), tune suite" in text
     assert "90.0 ± 0.5" in text and "9000 names from the test file's canonical names" in text
     assert "700000 names from the paper's knowledge base" in text
 
 
 def test_report_reads_only_the_listed_tasks(tmp_path):
-    _write(tmp_path, "base", "bird", score=60.0, n=1)
-    _write(tmp_path, "base", "turney", score=50.0, n=1)
-    assert report.summarise(tmp_path, ["bird"], [])["base"] == {"bird": 60.0}
+    _write(tmp_path / "bench", "base", "bird", score=60.0, n=1)
+    _write(tmp_path / "bench", "base", "turney", score=50.0, n=1)
+    assert report.summarise(tmp_path, ["bird"], [], [])["test"]["base"] == {"bird": 60.0}
 
 
 def test_kb_settings(tmp_path, monkeypatch):

@@ -35,7 +35,7 @@ def one_hot(i, dim=64):
 
 def context(tmp_path, embedder, **kw):
     settings = dict(
-        data_dir=tmp_path, short_text_dir=tmp_path, seed=0,
+        data_dir=tmp_path, short_text_dir=tmp_path, general_dir=tmp_path, tune_dir=tmp_path, seed=0,
         probe=ProbeSettings(lr=1e-2, batch_size=32, max_epochs=60, patience=8),
         ppdb_seeds=2, atis_seeds=2, kmeans_inits=5, kb={"yago": None, "umls": None}, embedder=embedder,
     )
@@ -159,6 +159,12 @@ def test_clustering_reads_document_offsets_and_scores_nmi(tmp_path):
             "Mary Jones": "Sony", "Sony": "Paris", "Paris": "Syria"}
     shuffled = {p: by_type[swap[p]] for p in dataset.phrases}
     assert tasks.clustering(context(tmp_path, TableEmbedder(shuffled)), "conll2003")["score"] < 30
+    # the tune suite reads train.json from bench.tune_dir, never the test file
+    tune = tmp_path / "tune"
+    (tune / "conll2003").mkdir(parents=True)
+    (tune / "conll2003" / "train.json").write_text(json.dumps(docs[0]) + "\n")
+    result = tasks.TASKS["conll2003_train"](context(tmp_path, TableEmbedder(by_type), tune_dir=tune))
+    assert result["n"] == 4 and result["score"] == 100.0
 
 
 # --- autofj ------------------------------------------------------------------------------
@@ -209,6 +215,60 @@ def test_paraphrase_probe_learns_a_separable_task_and_not_a_constant(tmp_path):
     assert constant["score"] < 65
     with pytest.raises(PearlError, match="ppdb_filtered.json is missing: set bench.data_dir"):
         tasks.paraphrase(context(tmp_path, CONSTANT), filtered=True)
+    clean = tasks.paraphrase(context(tmp_path, TableEmbedder(table)), filtered=False, clean=True)
+    assert clean["score"] > 90 and clean["duplicates_dropped"] == 0 and 0 < clean["test_pairs"] < 60
+
+
+def test_clean_ppdb_dedupes_unordered_pairs_and_keeps_phrases_on_one_side():
+    from pearl.bench.ppdb_split import phrase_disjoint_split, unordered_unique
+
+    rng = np.random.default_rng(0)
+    left = [f"p{rng.integers(3000)}" for _ in range(30000)]
+    right = [f"p{rng.integers(3000)}" for _ in range(30000)]
+    labels = [int(min(a, b) < "p2") for a, b in zip(left, right)]  # symmetric: twins agree
+    pairs = data.PairData(left + right[:50], right + left[:50], labels + labels[:50])  # 50 twins (b, a)
+    pairs = data.PairData(pairs.left + ["x"], pairs.right + ["y"], pairs.labels + [1])
+    pairs = data.PairData(pairs.left + ["y"], pairs.right + ["x"], pairs.labels + [0])  # a conflicting twin
+    clean = unordered_unique(pairs)
+    keys = [frozenset(k) for k in zip(clean.pairs.left, clean.pairs.right)]
+    assert len(keys) == len(set(keys)) and frozenset(("x", "y")) not in keys
+    assert clean.conflicts == 1 and clean.duplicates >= 51
+    parts = phrase_disjoint_split(clean.pairs, (0.7, 0.15, 0.15), seed=3)
+    phrases = [{w for i in part for w in (clean.pairs.left[i], clean.pairs.right[i])} for part in parts]
+    assert not (phrases[0] & phrases[2]) and not (phrases[0] & phrases[1]) and not (phrases[1] & phrases[2])
+    shares = np.array([len(p) for p in parts]) / sum(len(p) for p in parts)
+    assert np.allclose(shares, (0.7, 0.15, 0.15), atol=0.05)
+    assert [list(p) for p in parts] == [list(p) for p in phrase_disjoint_split(clean.pairs, (0.7, 0.15, 0.15), seed=3)]
+
+
+def test_ppdb_label_other_than_pos_or_neg_is_an_error(tmp_path):
+    (tmp_path / "ppdb").mkdir()
+    (tmp_path / "ppdb" / "ppdb.json").write_text(json.dumps([["a", "b", "pos"], ["c", "d", "positive"]]))
+    with pytest.raises(PearlError, match="pair 1 has label 'positive'; expected 'pos' or 'neg'"):
+        data.load_ppdb(tmp_path, filtered=False)
+
+
+def test_word_and_sentence_similarity_score_spearman(tmp_path):
+    (tmp_path / "word-sim").mkdir()
+    (tmp_path / "stsbenchmark").mkdir()
+    words = [("cat", "dog", 8.0), ("cat", "car", 2.0), ("cup", "mug", 9.0), ("sun", "tax", 0.5)]
+    (tmp_path / "word-sim" / "EN-SIMLEX-999.txt").write_text("".join(f"{a}\t{b}\t{g}\n" for a, b, g in words))
+    table = {"cat": [1, 0, 0], "dog": [1, 0.4, 0], "car": [0, 1, 0], "cup": [0, 0, 1], "mug": [0, 0.1, 1],
+             "sun": [1, 0, 0], "tax": [-1, 0.01, 0]}
+    oracle = tasks.TASKS["simlex"](context(tmp_path, TableEmbedder(table)))
+    assert oracle == {"score": 100.0, "n": 4}
+    assert tasks.TASKS["simlex"](context(tmp_path, CONSTANT))["score"] == 0.0
+    # STS-B: quotes are text, and extra trailing fields (as on 284 test lines) are ignored
+    lines = ['main\tf\t2012\t0\t5.0\tA "big" cat.\tA big cat.\textra\tfields',
+             "main\tf\t2012\t1\t0.0\tA cup.\tTaxes rise."]
+    (tmp_path / "stsbenchmark" / "sts-dev.csv").write_text("\n".join(lines) + "\n")
+    pairs = data.load_stsb(tmp_path, "dev")
+    assert pairs.left == ['A "big" cat.', "A cup."] and pairs.scores == [5.0, 0.0]
+    with pytest.raises(PearlError, match="sts-test.csv is missing: set bench.general_dir"):
+        tasks.TASKS["stsb"](context(tmp_path, CONSTANT))
+    (tmp_path / "word-sim" / "EN-RW-STANFORD.txt").write_text("a\tb\tnot-a-number\n")
+    with pytest.raises(PearlError, match="EN-RW-STANFORD.txt:1: expected 'word1<TAB>word2<TAB>score'"):
+        tasks.TASKS["rw"](context(tmp_path, CONSTANT))
 
 
 def _atis_dir(tmp_path):

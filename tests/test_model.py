@@ -48,6 +48,28 @@ def test_info_nce_matches_hand_computation_and_drops_excluded():
     assert info_nce(anchors, candidates, exclude, t) < expected
 
 
+def test_info_nce_logits_stay_fp32_under_bf16_autocast():
+    torch.manual_seed(0)
+    anchors, candidates = torch.randn(16, 32), torch.randn(40, 32)
+    exact = info_nce(anchors, candidates, None, 0.07)
+    with torch.autocast(device_type="cpu", dtype=torch.bfloat16):
+        autocast = info_nce(anchors, candidates, None, 0.07)
+    assert autocast.dtype == torch.float32
+    assert torch.isclose(autocast, exact, atol=1e-5)  # bf16 logits at τ = 0.07 are off by ~0.05
+
+
+def test_each_rank_and_step_draws_its_own_dropout_masks():
+    from pearl.train.loop import seed_dropout
+
+    def mask(rank, step):
+        seed_dropout(42, rank, step)
+        return torch.nn.functional.dropout(torch.ones(64), 0.5)
+
+    assert torch.equal(mask(0, 3), mask(0, 3))
+    assert not torch.equal(mask(0, 3), mask(1, 3))
+    assert not torch.equal(mask(0, 3), mask(0, 4))
+
+
 def test_type_weight_zero_leaves_the_contrastive_loss_alone():
     torch.manual_seed(0)
     vectors, head = torch.randn(7, 4), torch.nn.Linear(4, 95)

@@ -56,7 +56,11 @@ def test_dvc_repro_then_noop_then_experiment(tmp_path):
     params["parse"]["n_process"] = 1
     params["augment"]["nltk_data"] = str(ROOT / "nltk_data")  # git-ignored: prepared by scripts/setup.sh
     _toy_benchmark(tmp_path / "bench")
-    params["bench"].update(data_dir=str(tmp_path / "bench"), tasks=["turney", "bird"], string_tasks=["turney", "bird"])
+    (tmp_path / "general" / "word-sim").mkdir(parents=True)
+    (tmp_path / "general" / "word-sim" / "EN-RW-STANFORD.txt").write_text("cat\tdog\t8\ncat\tcar\t2\ncup\tmug\t9\n")
+    params["bench"].update(data_dir=str(tmp_path / "bench"), tasks=["turney", "bird"], string_tasks=["turney", "bird"],
+                           general_dir=str(tmp_path / "general"), tune_tasks=["rw"],
+                           reference_models=["sentence-transformers/all-MiniLM-L6-v2"])  # offline in the tests
     params["train"].update(batch_size=2, max_steps=3, checkpoint_dir=str(tmp_path / "checkpoints"), num_workers=0)
     (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
 
@@ -68,8 +72,12 @@ def test_dvc_repro_then_noop_then_experiment(tmp_path):
 
     _run(["dvc", "repro"], repo, env)
     summary = json.loads((repo / "metrics/summary.json").read_text())
-    assert set(summary) == {"base", "string", "model", "delta"} and set(summary["model"]) == {"turney", "bird"}
-    assert "| String distance (Jaccard, 3-grams) |" in (repo / "metrics/summary.md").read_text()
+    test = summary["test"]
+    assert set(test) == {"base", "string", "ref:sentence-transformers/all-MiniLM-L6-v2", "model", "delta"}
+    assert set(test["model"]) == {"turney", "bird"} and test["ref:sentence-transformers/all-MiniLM-L6-v2"] == test["base"]
+    assert set(summary["tune"]["model"]) == {"rw"}
+    report = (repo / "metrics/summary.md").read_text()
+    assert "| String distance (Jaccard, 3-grams) |" in report and "### Tune suite (defaults are chosen here)" in report
     typed = pl.read_parquet(repo / "data/typed/phrases.parquet")
     assert typed.height > 5 and typed["label_id"].is_between(0, 94).all() and (typed["freq"] >= 2).all()
     labels = dict(zip(typed["phrase"], typed["label"]))

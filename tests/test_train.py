@@ -155,8 +155,11 @@ def test_average_exports_a_sentence_transformer_equal_to_pearls_encode(make_para
     original = AutoModel.from_pretrained(str(tiny_encoder)).state_dict()
     tuned = expected.backbone.state_dict()
     expected.backbone.load_state_dict({k: (original[k] + tuned[k]) / 2 if tuned[k].is_floating_point() else tuned[k] for k in tuned})
+    from pearl.model.export import backbone_max_seq_length
+    expected.tokenize.max_length = backbone_max_seq_length(expected)  # the export reads what its backbone reads
     want = expected.encode(texts)
     st = SentenceTransformer(str(tmp_path / "export"), trust_remote_code=True)
+    assert st.max_seq_length == 64 != params.model.max_length  # the tiny backbone's positions, not the training cut
     assert torch.allclose(torch.from_numpy(st.encode(texts)), want, atol=1e-5)
     assert torch.allclose(torch.from_numpy(pearl.load(tmp_path / "export").encode(texts)), want, atol=1e-5)
 

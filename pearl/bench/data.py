@@ -15,7 +15,8 @@ BENCHMARK_README = "see ../shared/pearl-benchmark/README.md"
 
 def _require(path: Path, param: str, holds: str = "the folder that holds it") -> Path:
     if not path.is_file():
-        raise PearlError(f"{path} is missing: set {param} to {holds} ({BENCHMARK_README})")
+        readme = "see ../shared/pearl-tune/README.md" if param == "bench.tune_dir" else BENCHMARK_README
+        raise PearlError(f"{path} is missing: set {param} to {holds} ({readme})")
     return path
 
 
@@ -26,15 +27,22 @@ class PairData:
     labels: list[int]
 
 
+PPDB_LABELS = {"pos": 1, "neg": 0}
+
+
 def load_ppdb(data_dir: Path, filtered: bool) -> PairData:
     path = _require(data_dir / "ppdb" / ("ppdb_filtered.json" if filtered else "ppdb.json"), "bench.data_dir")
     try:
         rows = json.loads(path.read_text(encoding="utf-8"))
-        return PairData(
-            [str(r[0]) for r in rows], [str(r[1]) for r in rows], [1 if r[2] == "pos" else 0 for r in rows]
-        )
+        left, right, labels = [str(r[0]) for r in rows], [str(r[1]) for r in rows], [r[2] for r in rows]
     except (json.JSONDecodeError, IndexError, TypeError):
         raise PearlError(f"{path}: expected a JSON list of [phrase1, phrase2, 'pos'|'neg', ...]") from None
+    for number, label in enumerate(labels):
+        if label not in PPDB_LABELS:
+            raise PearlError(f"{path}: pair {number} has label {label!r}; expected 'pos' or 'neg'")
+    if not rows:
+        raise PearlError(f"{path}: holds no pairs")
+    return PairData(left, right, [PPDB_LABELS[label] for label in labels])
 
 
 @dataclass(frozen=True)
@@ -117,9 +125,9 @@ class ClusteringData:
 CLUSTER_TYPES = {"conll2003": ("PER", "LOC", "ORG"), "bc5cdr": ("Chemical", "Disease")}
 
 
-def load_clustering(data_dir: Path, task: str) -> ClusteringData:
+def load_clustering(data_dir: Path, task: str, split: str = "test") -> ClusteringData:
     """Every entity mention of the kept types (not deduplicated), as the paper's evaluation."""
-    path = _require(data_dir / task / "test.json", "bench.data_dir")
+    path = _require(data_dir / task / f"{split}.json", "bench.data_dir" if split == "test" else "bench.tune_dir")
     types = CLUSTER_TYPES[task]
     phrases, labels = [], []
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
@@ -200,3 +208,45 @@ def load_atis(short_text_dir: Path, top: int = 8) -> IntentData:
         long = [(t, l) for t, l in rows if len(t.split()) > cut]
         splits[split] = tuple(IntentSplit([t for t, _ in part], [l for _, l in part]) for part in (short, long))
     return IntentData(intents, cut, splits)
+
+
+GENERAL_README = "see ../shared/general-similarity/README.md"
+
+
+def _require_general(path: Path) -> Path:
+    if not path.is_file():
+        raise PearlError(f"{path} is missing: set bench.general_dir to the folder that holds it ({GENERAL_README})")
+    return path
+
+
+def load_word_similarity(general_dir: Path, file_name: str) -> ScoredPairs:
+    """`word1<TAB>word2<TAB>gold` lines (Faruqui et al.'s collection)."""
+    path = _require_general(general_dir / "word-sim" / file_name)
+    left, right, scores = [], [], []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        fields = line.split("\t")
+        try:
+            pair, score = (fields[0].strip(), fields[1].strip()), float(fields[2])
+        except (IndexError, ValueError):
+            raise PearlError(f"{path}:{number}: expected 'word1<TAB>word2<TAB>score'") from None
+        left.append(pair[0]), right.append(pair[1]), scores.append(score)
+    if not scores:
+        raise PearlError(f"{path}: holds no pairs")
+    return ScoredPairs(left, right, scores)
+
+
+def load_stsb(general_dir: Path, split: str) -> ScoredPairs:
+    """STS Benchmark's `genre, file, year, id, score, sentence1, sentence2[, extra...]` lines."""
+    path = _require_general(general_dir / "stsbenchmark" / f"sts-{split}.csv")
+    left, right, scores = [], [], []
+    # no csv module: sentences hold bare double quotes, and 284 test lines carry extra fields
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        fields = line.split("\t")
+        try:
+            score, pair = float(fields[4]), (fields[5], fields[6])
+        except (IndexError, ValueError):
+            raise PearlError(f"{path}:{number}: expected 7 tab-separated fields with the score fifth") from None
+        left.append(pair[0]), right.append(pair[1]), scores.append(score)
+    return ScoredPairs(left, right, scores)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from scipy.stats import pearsonr
+from scipy.stats import pearsonr, spearmanr
 from sklearn.cluster import KMeans
 from sklearn.metrics import normalized_mutual_info_score
 
@@ -34,6 +34,13 @@ def pearson(predicted: np.ndarray, gold: np.ndarray) -> float:
     if np.ptp(predicted) == 0:
         return 0.0
     return float(pearsonr(predicted, gold).statistic)
+
+
+def spearman(predicted: np.ndarray, gold: np.ndarray) -> float:
+    """Spearman's ρ; 0 for a constant prediction, which carries no information."""
+    if np.ptp(predicted) == 0:
+        return 0.0
+    return float(spearmanr(predicted, gold).statistic)
 
 
 def kmeans_nmi(vectors: np.ndarray, labels: Sequence[int], n_init: int, seed: int) -> float:

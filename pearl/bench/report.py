@@ -1,4 +1,5 @@
-"""The benchmark summary: per-task scores of the model, its backbone and the string baseline."""
+"""The benchmark summary: per-task scores of the model, its backbone, the reference models and
+the string baseline, on the test suite and, apart, on the tune suite."""
 
 from __future__ import annotations
 
@@ -6,14 +7,26 @@ import json
 from pathlib import Path
 
 from pearl.artifacts import atomic_path, write_json
-from pearl.bench.task_names import PHRASE_TASKS
+from pearl.bench.task_names import CLEAN_PPDB_TASKS, GENERAL_TASKS, PHRASE_TASKS, SHORT_TEXT_TASKS, TUNE_TASKS
 
-SYSTEMS = {"string": "String distance (Jaccard, 3-grams)", "base": "backbone, untuned", "model": "PEARL (ours)"}
 TITLES = {
     "ppdb": "PPDB", "ppdb_filtered": "PPDB filtered", "turney": "Turney", "bird": "BIRD", "yago": "YAGO",
     "umls": "UMLS", "conll2003": "CoNLL 03", "bc5cdr": "BC5CDR", "autofj": "AutoFJ", "atis_s": "ATIS-S",
-    "atis_l": "ATIS-L",
+    "atis_l": "ATIS-L", "ppdb_clean": "PPDB clean", "ppdb_filtered_clean": "PPDB filtered clean",
+    "simlex": "SimLex", "ws353_sim": "WS-sim", "ws353_rel": "WS-rel", "men": "MEN", "stsb": "STS-B",
+    "conll2003_train": "CoNLL 03 train", "bc5cdr_train": "BC5CDR train", "stsb_dev": "STS-B dev",
+    "rw": "RW", "simverb": "SimVerb",
+    "avg9": "Avg (9 tasks)", "general": "General (mean)", "tune": "Tune (mean)",
 }
+# column → the tasks it averages, when all are present
+MEANS = {"avg9": PHRASE_TASKS, "general": GENERAL_TASKS, "tune": TUNE_TASKS}
+TABLES = {
+    "test": [("Phrase tasks (paper Table 1)", [*PHRASE_TASKS, "avg9"]),
+             ("Leak-free PPDB and the general-purpose guard", [*CLEAN_PPDB_TASKS, *GENERAL_TASKS, "general"]),
+             ("Short-text classification (paper Table 2)", list(SHORT_TEXT_TASKS))],
+    "tune": [("Tune suite (defaults are chosen here)", [*TUNE_TASKS, "tune"])],
+}
+SUITE_DIRS = {"test": "bench", "tune": "tune"}
 
 
 def _load(metrics_dir: Path, system: str, tasks: list[str]) -> dict[str, dict]:
@@ -25,70 +38,100 @@ def _load(metrics_dir: Path, system: str, tasks: list[str]) -> dict[str, dict]:
     return found
 
 
-def summarise(metrics_dir: Path, tasks: list[str], string_tasks: list[str]) -> dict:
-    """Scores per system; `avg9` only when all nine phrase tasks are present."""
+def load_results(metrics_root: Path, suite: str, tasks: list[str], string_tasks: list[str]) -> dict[str, dict[str, dict]]:
+    """system → task → result, systems in table order: string, base, ref:<model>…, model."""
+    folder = metrics_root / SUITE_DIRS[suite]
+    systems = {"string": _load(folder, "string", string_tasks if suite == "test" else []),
+               "base": _load(folder, "base", tasks)}
+    for task, per_model in _load(folder, "ref", tasks).items():
+        for model, result in per_model.items():
+            systems.setdefault(f"ref:{model}", {})[task] = result
+    systems["model"] = _load(folder, "model", tasks)
+    return {system: results for system, results in systems.items() if results}
+
+
+def _scores(results: dict[str, dict]) -> dict[str, float]:
+    scores = {task: result["score"] for task, result in results.items()}
+    for column, members in MEANS.items():
+        if all(task in scores for task in members):
+            scores[column] = round(sum(scores[t] for t in members) / len(members), 2)
+    return scores
+
+
+def summarise(metrics_root: Path, tasks: list[str], tune_tasks: list[str], string_tasks: list[str]) -> dict:
     summary = {}
-    for system in SYSTEMS:
-        results = _load(metrics_dir, system, string_tasks if system == "string" else tasks)
-        if not results:
-            continue
-        scores = {task: results[task]["score"] for task in results}
-        if all(task in scores for task in PHRASE_TASKS):
-            scores["avg9"] = round(sum(scores[t] for t in PHRASE_TASKS) / len(PHRASE_TASKS), 2)
-        summary[system] = scores
-    if "model" in summary and "base" in summary:
-        summary["delta"] = {
-            task: round(summary["model"][task] - summary["base"][task], 2)
-            for task in summary["model"] if task in summary["base"]
-        }
+    for suite, suite_tasks in (("test", tasks), ("tune", tune_tasks)):
+        systems = {system: _scores(results) for system, results in load_results(metrics_root, suite, suite_tasks, string_tasks).items()}
+        if "model" in systems and "base" in systems:
+            systems["delta"] = {task: round(systems["model"][task] - systems["base"][task], 2)
+                                for task in systems["model"] if task in systems["base"]}
+        offshelf = [scores for system, scores in systems.items() if system == "base" or system.startswith("ref:")]
+        for column in MEANS:
+            if column in systems.get("model", {}) and offshelf and all(column in s for s in offshelf):
+                # the issue's bar: the trained model against the better off-the-shelf model
+                systems.setdefault("margin_over_best_offshelf", {})[column] = round(
+                    systems["model"][column] - max(s[column] for s in offshelf), 2)
+        if systems:
+            summary[suite] = systems
     return summary
 
 
-def _cell(summary: dict, system: str, task: str, std: dict) -> str:
-    value = summary.get(system, {}).get(task)
-    if value is None:
+def _label(system: str, backbone: str) -> str:
+    if system == "string":
+        return "String distance (Jaccard, 3-grams)"
+    if system == "base":
+        return f"{backbone} (backbone, untuned)"
+    if system.startswith("ref:"):
+        return f"{system[4:]} (reference, untuned)"
+    return "PEARL (ours)"
+
+
+def _cell(results: dict[str, dict], scores: dict[str, float], column: str) -> str:
+    if column not in scores:
         return "–"
-    spread = std.get(system, {}).get(task)
-    return f"{value:.1f} ± {spread:.1f}" if spread is not None else f"{value:.1f}"
+    spread = results.get(column, {}).get("std")
+    return f"{scores[column]:.1f} ± {spread:.1f}" if spread is not None else f"{scores[column]:.1f}"
 
 
-def markdown(summary: dict, metrics_dir: Path, tasks: list[str], backbone: str) -> str:
-    std = {
-        system: {task: r["std"] for task, r in _load(metrics_dir, system, tasks).items() if "std" in r}
-        for system in SYSTEMS
-    }
+def markdown(metrics_root: Path, summary: dict, tasks: list[str], tune_tasks: list[str],
+             string_tasks: list[str], backbone: str) -> str:
     lines = []
-    for title, columns in (("Phrase tasks (paper Table 1)", [*PHRASE_TASKS, "avg9"]),
-                           ("Short-text classification (paper Table 2)", ["atis_s", "atis_l"])):
-        columns = [c for c in columns if c in tasks or c == "avg9"]
-        if not columns or columns == ["avg9"]:
-            continue
-        header = [TITLES.get(c, "Avg (9 tasks)") for c in columns]
-        lines += [f"### {title}", "", "| system | " + " | ".join(header) + " |",
-                  "|---" * (len(columns) + 1) + "|"]
-        for system, name in SYSTEMS.items():
-            if any(c in summary.get(system, {}) for c in columns):
-                label = f"{backbone} ({name})" if system == "base" else name
-                lines.append(f"| {label} | " + " | ".join(_cell(summary, system, c, std) for c in columns) + " |")
-        if "delta" in summary:
-            lines.append("| Δ (model − backbone) | " + " | ".join(
-                f"{summary['delta'][c]:+.1f}" if c in summary["delta"] else "–" for c in columns) + " |")
-        lines.append("")
-    retrieval = _load(metrics_dir, "base", ["yago", "umls"])
-    for task, result in retrieval.items():
-        kind = "the paper's knowledge base" if result.get("dictionary_is_kb") else "the test file's canonical names (easier than the paper's KB)"
-        lines.append(f"- {TITLES[task]} dictionary: {result['dictionary_size']} names from {kind}.")
-    atis = _load(metrics_dir, "base", ["atis_s"])
-    if atis:
-        lines.append(f"- ATIS-S holds queries of at most {atis['atis_s']['length_cut_tokens']} tokens (the lower median of train), ATIS-L the longer ones.")
-    lines.append("- Scores in percent: accuracy (PPDB, Turney, retrieval, AutoFJ, ATIS), Pearson r × 100 (BIRD), NMI × 100 (clustering); ties credited 1/k.")
+    for suite, suite_tasks in (("test", tasks), ("tune", tune_tasks)):
+        results = load_results(metrics_root, suite, suite_tasks, string_tasks)
+        scores = summary.get(suite, {})
+        for title, columns in TABLES[suite]:
+            columns = [c for c in columns if c in suite_tasks or c in MEANS]
+            if not any(c in suite_tasks for c in columns):
+                continue
+            lines += [f"### {title}, {suite} suite", "", "| system | " + " | ".join(TITLES[c] for c in columns) + " |",
+                      "|---" * (len(columns) + 1) + "|"]
+            for system, system_results in results.items():
+                if any(c in scores.get(system, {}) for c in columns):
+                    cells = " | ".join(_cell(system_results, scores[system], c) for c in columns)
+                    lines.append(f"| {_label(system, backbone)} | {cells} |")
+            for row, name in (("delta", "Δ (model − backbone)"), ("margin_over_best_offshelf", "Δ (model − best off-the-shelf)")):
+                if any(c in scores.get(row, {}) for c in columns):
+                    lines.append(f"| {name} | " + " | ".join(
+                        f"{scores[row][c]:+.1f}" if c in scores[row] else "–" for c in columns) + " |")
+            lines.append("")
+    base = load_results(metrics_root, "test", tasks, []).get("base", {})
+    for task in ("yago", "umls"):
+        if task in base:
+            kind = ("the paper's knowledge base" if base[task].get("dictionary_is_kb")
+                    else "the test file's canonical names (easier than the paper's KB)")
+            lines.append(f"- {TITLES[task]} dictionary: {base[task]['dictionary_size']} names from {kind}.")
+    if "atis_s" in base:
+        lines.append(f"- ATIS-S holds queries of at most {base['atis_s']['length_cut_tokens']} tokens (the lower median of train), ATIS-L the longer ones.")
+    lines.append("- PPDB clean: unordered pairs once, no phrase on two sides of a split (pearl/bench/ppdb_split.py).")
+    lines.append("- Scores in percent: accuracy (PPDB, Turney, retrieval, AutoFJ, ATIS), Pearson r × 100 (BIRD), "
+                 "Spearman ρ × 100 (word similarity, STS-B), NMI × 100 (clustering); ties credited 1/k.")
     return "\n".join(lines) + "\n"
 
 
-def write_report(metrics_dir: Path, tasks: list[str], string_tasks: list[str], backbone: str,
+def write_report(metrics_root: Path, tasks: list[str], tune_tasks: list[str], string_tasks: list[str], backbone: str,
                  summary_json: Path, summary_md: Path) -> dict:
-    summary = summarise(metrics_dir, tasks, string_tasks)
+    summary = summarise(metrics_root, tasks, tune_tasks, string_tasks)
     write_json(summary, summary_json)
     with atomic_path(summary_md) as tmp:
-        tmp.write_text(markdown(summary, metrics_dir, tasks, backbone))
+        tmp.write_text(markdown(metrics_root, summary, tasks, tune_tasks, string_tasks, backbone))
     return summary

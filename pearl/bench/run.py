@@ -48,6 +48,8 @@ def build_context(params: Params, model: str | None, prefix: str) -> BenchContex
     return BenchContext(
         data_dir=Path(b.data_dir),
         short_text_dir=Path(b.short_text_dir),
+        general_dir=Path(b.general_dir),
+        tune_dir=Path(b.tune_dir),
         seed=params.base.seed,
         probe=ProbeSettings(lr=b.probe_lr, batch_size=b.probe_batch_size, max_epochs=b.probe_max_epochs, patience=b.probe_patience),
         ppdb_seeds=b.ppdb_seeds,
@@ -76,4 +78,13 @@ def run_tasks(ctx: BenchContext, tasks: list[str], out_dir: Path | None) -> dict
         results[task] = run_task(ctx, task)
         if out_dir is not None:
             write_json(results[task], out_dir / f"{task}.json")
+    return results
+
+
+def run_reference(params: Params, models: list[str], task: str, out: Path) -> dict[str, dict]:
+    """One task for each off-the-shelf reference model → {model id: result} in one metrics file.
+
+    A reference model gets no prefix: the ids here are sentence-transformers models that take none."""
+    results = {model: run_task(build_context(params, model, ""), task) for model in models}
+    write_json(results, out)
     return results

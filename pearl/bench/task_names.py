@@ -2,6 +2,13 @@
 
 PHRASE_TASKS = ("ppdb", "ppdb_filtered", "turney", "bird", "yago", "umls", "conll2003", "bc5cdr", "autofj")
 SHORT_TEXT_TASKS = ("atis_s", "atis_l")
-ALL_TASKS = PHRASE_TASKS + SHORT_TEXT_TASKS
+# PPDB with unordered pairs deduplicated and no phrase on both sides of a split (the paper's
+# random split puts the twin (b, a) of many test pairs in train).
+CLEAN_PPDB_TASKS = ("ppdb_clean", "ppdb_filtered_clean")
+# The general-purpose guard: words (BURT's Table 2) and sentences must not get worse.
+GENERAL_TASKS = ("simlex", "ws353_sim", "ws353_rel", "men", "stsb")
+ALL_TASKS = PHRASE_TASKS + SHORT_TEXT_TASKS + CLEAN_PPDB_TASKS + GENERAL_TASKS
+# The tune suite: no file of it is a reported test set (../shared/pearl-tune/README.md).
+TUNE_TASKS = ("conll2003_train", "bc5cdr_train", "stsb_dev", "rw", "simverb")
 # The tasks the string baseline can score: those that need no vectors.
 STRING_TASKS = ("turney", "bird", "yago", "umls", "autofj")

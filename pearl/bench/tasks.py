@@ -13,18 +13,20 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from pearl.bench import data
+from pearl.bench import data, ppdb_split
 from pearl.embedder import Embedder
-from pearl.bench.metrics import choice_accuracy, kmeans_nmi, pearson, tied_accuracy
+from pearl.bench.metrics import choice_accuracy, kmeans_nmi, pearson, spearman, tied_accuracy
 from pearl.bench.probe import ProbeSettings, probe_accuracy
 from pearl.bench.similarity import EmbeddingSimilarity, TrigramJaccard
-from pearl.bench.task_names import ALL_TASKS
+from pearl.bench.task_names import ALL_TASKS, TUNE_TASKS
 
 
 @dataclass
 class BenchContext:
     data_dir: Path
     short_text_dir: Path
+    general_dir: Path
+    tune_dir: Path
     seed: int
     probe: ProbeSettings
     ppdb_seeds: int
@@ -49,21 +51,35 @@ def _seeded(scores: list[float], n: int, **extra) -> dict:
     return {"score": _percent(np.mean(scores)), "std": _percent(np.std(scores)), "n": n, "seeds": len(scores), **extra}
 
 
-def paraphrase(ctx: BenchContext, filtered: bool) -> dict:
-    """Concatenated frozen embeddings → MLP probe; 70/15/15 split, each seed its own split."""
+PPDB_SPLIT = (0.7, 0.15, 0.15)  # train / validation (early stopping) / test
+
+
+def paraphrase(ctx: BenchContext, filtered: bool, clean: bool = False) -> dict:
+    """Concatenated frozen embeddings → MLP probe; 70/15/15 split, each seed its own split.
+
+    The paper's protocol splits pairs at random; `clean` dedupes unordered pairs and splits so
+    that no phrase is on two sides (pearl.bench.ppdb_split)."""
     pairs = data.load_ppdb(ctx.data_dir, filtered)
+    extra = {}
+    if clean:
+        cleaned = ppdb_split.unordered_unique(pairs)
+        pairs, extra = cleaned.pairs, {"duplicates_dropped": cleaned.duplicates, "conflicts_dropped": cleaned.conflicts}
     vectors = ctx.vectors(pairs.left + pairs.right)
     features = np.hstack([vectors[: len(pairs.left)], vectors[len(pairs.left):]])
     labels = np.asarray(pairs.labels)
     n = len(labels)
-    scores = []
+    scores, test_pairs = [], []
     for run in tqdm(range(ctx.ppdb_seeds), desc="probe seeds"):
-        order = np.random.default_rng(ctx.seed + run).permutation(n)
-        a, b = int(0.7 * n), int(0.85 * n)
-        parts = [order[:a], order[a:b], order[b:]]
+        if clean:
+            parts = ppdb_split.phrase_disjoint_split(pairs, PPDB_SPLIT, ctx.seed + run)
+        else:
+            order = np.random.default_rng(ctx.seed + run).permutation(n)
+            a, b = int(PPDB_SPLIT[0] * n), int(sum(PPDB_SPLIT[:2]) * n)
+            parts = [order[:a], order[a:b], order[b:]]
         split = [(features[p], labels[p]) for p in parts]
         scores.append(probe_accuracy(*split, classes=2, seed=ctx.seed + run, settings=ctx.probe))
-    return _seeded(scores, n, test_pairs=n - int(0.85 * n))
+        test_pairs.append(len(parts[2]))
+    return _seeded(scores, n, test_pairs=int(np.mean(test_pairs)), **extra)
 
 
 def turney(ctx: BenchContext) -> dict:
@@ -94,8 +110,8 @@ def retrieval(ctx: BenchContext, task: str) -> dict:
             "dictionary_is_kb": int(ctx.kb[task] is not None)}
 
 
-def clustering(ctx: BenchContext, task: str) -> dict:
-    dataset = data.load_clustering(ctx.data_dir, task)
+def clustering(ctx: BenchContext, task: str, split: str = "test") -> dict:
+    dataset = data.load_clustering(ctx.data_dir if split == "test" else ctx.tune_dir, task, split)
     nmi = kmeans_nmi(ctx.vectors(dataset.phrases), dataset.labels, ctx.kmeans_inits, ctx.seed)
     return {"score": _percent(nmi), "n": len(dataset.phrases), "clusters": len(dataset.types)}
 
@@ -130,6 +146,18 @@ def intent(ctx: BenchContext, length: str) -> dict:
     return _seeded(scores, len(splits[2].texts), length_cut_tokens=atis.cut, train=len(splits[0].texts))
 
 
+def scored_pairs(ctx: BenchContext, pairs: data.ScoredPairs) -> dict:
+    """Spearman's ρ × 100 of the pairs' cosines against the gold scores (BURT's protocol)."""
+    predicted = ctx.similarity.rowwise(pairs.left, pairs.right)
+    return {"score": _percent(spearman(predicted, np.asarray(pairs.scores))), "n": len(pairs.scores)}
+
+
+WORD_SIM_FILES = {
+    "simlex": "EN-SIMLEX-999.txt", "ws353_sim": "EN-WS-353-SIM.txt", "ws353_rel": "EN-WS-353-REL.txt",
+    "men": "EN-MEN-TR-3k.txt", "rw": "EN-RW-STANFORD.txt", "simverb": "EN-SimVerb-3500.txt",
+}
+
+
 TASKS: dict[str, Callable[[BenchContext], dict]] = {
     "ppdb": lambda ctx: paraphrase(ctx, filtered=False),
     "ppdb_filtered": lambda ctx: paraphrase(ctx, filtered=True),
@@ -142,5 +170,16 @@ TASKS: dict[str, Callable[[BenchContext], dict]] = {
     "autofj": autofj,
     "atis_s": lambda ctx: intent(ctx, "short"),
     "atis_l": lambda ctx: intent(ctx, "long"),
+    "ppdb_clean": lambda ctx: paraphrase(ctx, filtered=False, clean=True),
+    "ppdb_filtered_clean": lambda ctx: paraphrase(ctx, filtered=True, clean=True),
+    **{task: (lambda ctx, f=WORD_SIM_FILES[task]: scored_pairs(ctx, data.load_word_similarity(ctx.general_dir, f)))
+       for task in ("simlex", "ws353_sim", "ws353_rel", "men")},
+    "stsb": lambda ctx: scored_pairs(ctx, data.load_stsb(ctx.general_dir, "test")),
+    # the tune suite
+    "conll2003_train": lambda ctx: clustering(ctx, "conll2003", "train"),
+    "bc5cdr_train": lambda ctx: clustering(ctx, "bc5cdr", "train"),
+    "stsb_dev": lambda ctx: scored_pairs(ctx, data.load_stsb(ctx.general_dir, "dev")),
+    **{task: (lambda ctx, f=WORD_SIM_FILES[task]: scored_pairs(ctx, data.load_word_similarity(ctx.general_dir, f)))
+       for task in ("rw", "simverb")},
 }
-assert tuple(TASKS) == ALL_TASKS
+assert tuple(TASKS) == ALL_TASKS + TUNE_TASKS

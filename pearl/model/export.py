@@ -9,6 +9,7 @@ from pathlib import Path
 
 from pearl.errors import PearlError
 from pearl.model.phrase_model import PhraseModel
+from pearl.model_ids import resolve_model
 
 
 def export_sentence_transformer(model: PhraseModel, out_dir: Path) -> None:
@@ -25,7 +26,7 @@ def export_sentence_transformer(model: PhraseModel, out_dir: Path) -> None:
         hf_dir = Path(scratch) / "hf"
         model.backbone.save_pretrained(hf_dir)
         model.tokenizer.save_pretrained(hf_dir)
-        transformer = PhraseTransformer(str(hf_dir), max_seq_length=model.config.max_length)
+        transformer = PhraseTransformer(str(hf_dir), max_seq_length=backbone_max_seq_length(model))
         hidden = model.backbone.config.hidden_size
         modules = [transformer, Pooling(hidden, pooling_mode="mean")]
         if model.char is not None:
@@ -38,6 +39,20 @@ def export_sentence_transformer(model: PhraseModel, out_dir: Path) -> None:
                                  default_prompt_name="query" if prompts else None)
         st.save(str(out_dir))
     (out_dir / "pearl_model.json").write_text(json.dumps({**asdict(model.config), "dimension": model.dim}, indent=2) + "\n")
+
+
+def backbone_max_seq_length(model: PhraseModel) -> int:
+    """The tokens per text that the untuned backbone reads as a sentence-transformer.
+
+    Training truncates phrases at model.max_length, but the export must read as much as its
+    backbone does: a shorter cut would make the two unequal on longer inputs (ATIS-L)."""
+    config = Path(resolve_model(model.config.backbone)) / "sentence_bert_config.json"
+    if config.is_file():
+        limit = json.loads(config.read_text()).get("max_seq_length")
+        if limit:
+            return int(limit)
+    positions = getattr(model.backbone.config, "max_position_embeddings", 512)
+    return int(min(model.tokenizer.model_max_length, positions, 512))
 
 
 def is_pearl_export(path: str | Path) -> bool:

@@ -66,15 +66,31 @@ def autocast_for(precision: str, device: torch.device):
     return contextlib.nullcontext
 
 
+def seed_dropout(seed: int, rank: int, step: int) -> None:
+    """Dropout masks from (seed, rank, step): each rank draws its own under torchrun (with identity
+    views the two copies of a phrase would otherwise get the same mask on every rank), and a
+    resumed run draws what the uninterrupted one did without saving RNG state."""
+    torch.manual_seed(int(np.random.SeedSequence([seed, rank, step]).generate_state(1)[0]))
+
+
 def sampling_for(params: Params) -> Sampling:
     t = params.train
     return Sampling(params.base.seed, t.batch_size, t.hard_negatives,
                     {"char": t.p_char, "token": t.p_token, "phrase": t.p_phrase, "none": t.p_identity})
 
 
+def loader_workers(setting: int | str) -> int:
+    """`auto`: no worker below 4 cores, where one competes with the compute for them
+    (benchmarks/train_step.py on 2 cores: +15.6% per step with one worker, +3.7% with none)."""
+    if setting != "auto":
+        return int(setting)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return 0 if cores < 4 else 2
+
+
 def batch_loader(data: TrainingSet, params: Params, tokenize, first: int, last: int, device: torch.device) -> DataLoader:
     """Steps first..last-1, built and tokenised in `train.num_workers` workers."""
-    workers = params.train.num_workers
+    workers = loader_workers(params.train.num_workers)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # workers tokenise; no nested thread pools
     return DataLoader(StepBatches(data, sampling_for(params), tokenize, first, last), batch_size=None,
                       num_workers=workers, prefetch_factor=4 if workers else None, pin_memory=device.type == "cuda")
@@ -152,9 +168,7 @@ def train(params: Params, inputs: TrainInputs) -> TrainResult:
     log.info("training %d steps (%d per epoch, batch %d, %d hard negatives each, %s, %s, world %d) from step %d",
              total, per_epoch, t.batch_size, t.hard_negatives, device, precision, world.size, start)
 
-    batches = iter(loader)  # draws the loader's base seed from torch's RNG: before the restore below
-    if state is not None:
-        torch.set_rng_state(state["rng"])  # dropout continues as in the uninterrupted run
+    batches = iter(loader)
     model.train()
     window = _Window()
     began = time.perf_counter()
@@ -162,6 +176,7 @@ def train(params: Params, inputs: TrainInputs) -> TrainResult:
     progress = tqdm(batches, initial=start, total=total, desc="train", disable=not world.main, mininterval=5)
     for k, batch in enumerate(progress):
         step = start + k
+        seed_dropout(params.base.seed, world.rank, step)
         optimizer.zero_grad(set_to_none=True)
         parts = _step(model, batch, params, device, autocast, world)
         average_gradients(model, world)
@@ -177,8 +192,7 @@ def train(params: Params, inputs: TrainInputs) -> TrainResult:
         if world.main and (step + 1) % t.checkpoint_every == 0 and step + 1 < total:
             save_checkpoint(checkpoints, {
                 "step": step + 1, "fingerprint": run_id, "model": model.state_dict(),
-                "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
-                "rng": torch.get_rng_state(), "log": rows,
+                "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(), "log": rows,
             })
     seconds = time.perf_counter() - began
     if world.main:

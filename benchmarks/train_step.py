@@ -1,4 +1,5 @@
 """Time one training step three ways, on the default pipeline's data (run `dvc repro negatives` first).
+With model.teacher set, the step includes the distillation term on cached teacher vectors.
 
 1. full step: what `pearl train` does, batches built and tokenised in DataLoader workers while
    the model computes; wall time per step including any wait for data;
@@ -25,7 +26,8 @@ from pearl.device import resolve_device
 from pearl.params import load_params
 from pearl.train.data import StepBatches, TrainingSet
 from pearl.train.distributed import World
-from pearl.train.loop import _step, autocast_for, batch_loader, loader_workers, model_config, precision_for, sampling_for
+from pearl.train.loop import (_step, autocast_for, batch_loader, loader_workers, model_config, precision_for,
+                              sampling_for, teacher_inputs)
 from pearl.train.stage import INPUTS
 from pearl.model.phrase_model import PhraseModel
 
@@ -50,7 +52,9 @@ def main() -> None:
     torch.manual_seed(params.base.seed)
     model = PhraseModel(model_config(params)).to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=t.lr)
-    data = TrainingSet.load(INPUTS.typed, INPUTS.variants, INPUTS.negatives, t.heldout_fraction, params.base.seed)
+    teacher, view_filter = teacher_inputs(params, INPUTS.teacher)
+    data = TrainingSet.load(INPUTS.typed, INPUTS.variants, INPUTS.negatives, t.heldout_fraction, params.base.seed,
+                            teacher, view_filter)
     sampling = sampling_for(params)
     world, warm, n = World(), 2, args.steps
     steps = StepBatches(data, sampling, model.tokenize, 0, warm + n)

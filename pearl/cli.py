@@ -63,6 +63,8 @@ _STAGES = {
                 "Character-, token- and phrase-level variants of each phrase → data/augment/variants.parquet."),
     "candidates": ("pearl.negatives.stage", "run_candidates",
                    "Each phrase's top-k edit-similar phrases → data/negatives/candidates.parquet."),
+    "teacher": ("pearl.teacher.stage", "run",
+                "Encode phrases, candidates and chosen variants once with model.teacher → data/teacher/vectors.parquet."),
     "negatives": ("pearl.negatives.stage", "run_negatives",
                   "Candidates that look alike but mean otherwise → data/negatives/hard_negatives.parquet."),
     "train": ("pearl.train.stage", "run_train",

@@ -91,6 +91,12 @@ class AugmentParams:
 
 
 @dataclass(config=_SCHEMA)
+class TeacherParams:
+    batch_size: PositiveInt
+    variant_levels: list[Literal["token", "phrase"]]
+
+
+@dataclass(config=_SCHEMA)
 class NegativesParams:
     top_k: PositiveInt
     min_edit_sim: Annotated[float, Field(ge=0, le=1)]
@@ -114,6 +120,8 @@ class ModelParams:
     char_encoder: bool
     char_dim: PositiveInt
     char_weight: Annotated[float, Field(gt=0)]
+    teacher: str | None
+    teacher_prefix: str
 
 
 Probability = Annotated[float, Field(ge=0, le=1)]
@@ -131,6 +139,8 @@ class TrainParams:
     lr_decay_steps: PositiveInt
     temperature: Annotated[float, Field(gt=0)]
     type_weight: Annotated[float, Field(ge=0)]
+    distill_weight: Annotated[float, Field(ge=0)]
+    view_min_cos: Annotated[float, Field(ge=-1, le=1)] | None
     p_char: Probability
     p_token: Probability
     p_phrase: Probability
@@ -181,6 +191,7 @@ class Params:
     parse: ParseParams
     typing: TypingParams
     augment: AugmentParams
+    teacher: TeacherParams
     negatives: NegativesParams
     model: ModelParams
     train: TrainParams

@@ -112,9 +112,23 @@ def test_mined_paraphrases_share_the_head_and_are_close():
     phrases = ["the capital", "the capital city", "the city", "a big city", "the river"]
     vectors = np.array([[1, 0, 0], [0.1, 1, 0], [0, 1, 0.05], [0, 0.95, 0.3], [0, 0, 1]], dtype=np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    found = phrase_level.mined_paraphrases(phrases, vectors, min_cos=0.9, limit=2)
+    heads = ["capital", "city", "city", "city", "river"]
+    found = phrase_level.mined_paraphrases(phrases, heads, vectors, min_cos=0.9, limit=2)
     assert found["the city"] == ["the capital city", "a big city"]
     assert "the capital" not in found and "the river" not in found  # no close same-head phrase
+
+
+def test_the_head_is_the_root_of_the_phrases_parse_not_its_last_word(nlp_parser):
+    phrases = ["the capital of France", "The New York Times", "a member of the board", "in 1968", "", "42"]
+    assert phrase_level.head_words(phrases, nlp_parser, 8) == ["capital", "times", "member", "in", "", ""]
+
+
+def test_wordnet_lemmas_of_single_sense_multiword_phrases():
+    wordnet = token_level.load_wordnet(ROOT / "nltk_data")
+    found = phrase_level.wordnet_paraphrases(["World War II", "the Soviet Union", "the sum", "river", "New Yrok"], wordnet)
+    assert found["World War II"] == ["World War 2", "Second World War"]
+    assert "USSR" in found["the Soviet Union"] and "the Soviet Union" not in found["the Soviet Union"]
+    assert set(found) == {"World War II", "the Soviet Union"}  # one word, several senses or no lemma: nothing
 
 
 def test_parrot_filters():

@@ -126,7 +126,7 @@ def test_negatives_stage_on_the_example(make_params, tmp_path):
     phrases = tmp_path / "phrases.parquet"
     pl.DataFrame({"phrase": NYT_SET}).write_parquet(phrases)
     candidates = tmp_path / "candidates.parquet"
-    params = make_params()
+    params = make_params(model__teacher=None)  # scored by the backbone, whose cosines the rule was set for
     stage.run_candidates(params, source=phrases, output=candidates, metrics=tmp_path / "c.json")
     out = tmp_path / "hard_negatives.parquet"
     numbers = stage.run_negatives(params, source=phrases, candidates=candidates, output=out, metrics=tmp_path / "n.json")

@@ -61,6 +61,7 @@ def test_dvc_repro_then_noop_then_experiment(tmp_path):
     params["bench"].update(data_dir=str(tmp_path / "bench"), tasks=["turney", "bird"], string_tasks=["turney", "bird"],
                            general_dir=str(tmp_path / "general"), tune_tasks=["rw"],
                            reference_models=["sentence-transformers/all-MiniLM-L6-v2"])  # offline in the tests
+    params["model"]["teacher"] = "sentence-transformers/all-MiniLM-L6-v2"  # offline in the tests
     params["train"].update(batch_size=2, max_steps=3, checkpoint_dir=str(tmp_path / "checkpoints"), num_workers=0)
     (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
 
@@ -100,7 +101,9 @@ def test_dvc_repro_then_noop_then_experiment(tmp_path):
     _run(["dvc", "exp", "run", "-S", "negatives.min_edit_sim=0.9"], repo, env)
     diff = json.loads(_run(["dvc", "metrics", "diff", "--json"], repo, env))
     assert diff["metrics/candidates.json"]["pairs"]["new"] < diff["metrics/candidates.json"]["pairs"]["old"]
-    _run(["dvc", "exp", "run", "-S", "train.lr=3e-5", "-S", "model.char_encoder=false"], repo, env)
+    _run(["dvc", "exp", "run", "-S", "train.lr=3e-5", "-S", "model.char_encoder=false", "-S", "model.teacher=null"], repo, env)
     diff = json.loads(_run(["dvc", "metrics", "diff", "--json"], repo, env))
     assert (diff["metrics/train.json"]["char_encoder"]["old"], diff["metrics/train.json"]["char_encoder"]["new"]) == (True, False)
+    assert (diff["metrics/train.json"]["distill_weight"]["old"], diff["metrics/train.json"]["distill_weight"]["new"]) == (1.0, 0.0)
+    assert diff["metrics/teacher.json"]["texts"]["new"] == 0 < diff["metrics/teacher.json"]["texts"]["old"]
     assert diff["metrics/average.json"]["dimension"]["new"] < diff["metrics/average.json"]["dimension"]["old"]

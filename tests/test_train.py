@@ -7,6 +7,8 @@ import polars as pl
 import pytest
 import torch
 
+from pearl.errors import PearlError
+from pearl.teacher.vectors import TeacherVectors
 from pearl.train.data import Sampling, TrainingSet
 
 WORDS = ["new", "york", "times", "post", "city", "river", "bank", "art", "cafe", "zurich", "tokyo", "paris"]
@@ -26,7 +28,10 @@ def _toy_inputs(folder):
         "phrase": [p for p in phrases for _ in range(3)] + ["lonely"],
         "negative": [phrases[(i + k) % len(phrases)] for i in range(len(phrases)) for k in (1, 2, 3)] + [None],
     })
-    paths = {name: folder / f"{name}.parquet" for name in ("typed", "variants", "negatives")}
+    paths = {name: folder / f"{name}.parquet" for name in ("typed", "variants", "negatives", "teacher")}
+    vectors = rng.normal(size=(len(phrases), 16)).astype(np.float32)
+    TeacherVectors("toy-teacher", phrases, vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+                   ).save(paths["teacher"], {})
     typed.write_parquet(paths["typed"])
     variants.write_parquet(paths["variants"])
     negatives.write_parquet(paths["negatives"])
@@ -49,7 +54,8 @@ def test_batches_are_a_function_of_seed_and_step(toy):
     again = data.batch_texts(sampling, 5)
     assert first[0] == again[0] and np.array_equal(first[3], again[3])
     assert data.batch_texts(sampling, 6)[0] != first[0]
-    texts, n, labels, exclude, counts = first
+    texts, n, labels, exclude, teacher_cos, counts = first
+    assert teacher_cos is None  # no teacher given
     anchors, positives, negatives = texts[:n], texts[n:2 * n], texts[2 * n:]
     assert len(set(anchors)) == n == 8 and not set(anchors) & {data.phrases[i] for i in data.heldout}
     assert 0 < len(negatives) <= 2 * n and len(set(negatives)) == len(negatives)
@@ -71,7 +77,7 @@ def test_epochs_cover_every_training_phrase_once(toy):
 def test_levels_switch_off(toy):
     data = _set(toy)
     only_token = data.batch_texts(Sampling(3, 8, 0, {"char": 0.0, "token": 1.0, "phrase": 0.0}), 0)
-    assert only_token[4]["token"] == 8
+    assert only_token[-1]["token"] == 8
     texts, n, *_, counts = data.batch_texts(Sampling(3, 8, 0, {"char": 0.0, "token": 0.0, "phrase": 0.0}), 0)
     assert counts["none"] == 8 and texts[:n] == texts[n:2 * n]  # the phrase is its own view
 
@@ -84,7 +90,7 @@ def test_identity_views_mix_with_augmented_ones(toy):
 
 
 def _params(make_params, tiny_encoder, tmp_path, **extra):
-    settings = dict(model__backbone=str(tiny_encoder), model__max_length=16, model__char_dim=8,
+    settings = dict(model__backbone=str(tiny_encoder), model__max_length=16, model__char_dim=8, model__teacher=None,
                     train__batch_size=8, train__max_steps=6, train__log_every=1, train__checkpoint_every=2,
                     train__num_workers=0, train__checkpoint_dir=str(tmp_path / "ckpt"))
     return make_params(**{**settings, **extra})
@@ -95,7 +101,7 @@ def _train(params, toy, out):
     from pearl.train.stage import run_train
 
     out.mkdir(exist_ok=True)
-    inputs = TrainInputs(toy["typed"], toy["variants"], toy["negatives"])
+    inputs = TrainInputs(toy["typed"], toy["variants"], toy["negatives"], toy["teacher"])
     numbers = run_train(params, inputs, out / "model", out / "train.json", out / "log.csv")
     return numbers, pl.read_csv(out / "log.csv")
 
@@ -129,6 +135,24 @@ def test_same_seed_same_trace_and_a_crash_resumes_to_the_same_model(make_params,
     a = torch.load(tmp_path / "a" / "model" / "pearl_heads.pt")
     c = torch.load(tmp_path / "c" / "model" / "pearl_heads.pt")
     assert torch.equal(a["type_head"]["weight"], c["type_head"]["weight"])
+
+
+@pytest.mark.slow
+def test_a_teacher_without_distillation_is_the_recipe_without_one(make_params, tiny_encoder, toy, tmp_path):
+    plain, plain_log = _train(_params(make_params, tiny_encoder, tmp_path), toy, tmp_path / "a")
+    idle, idle_log = _train(_params(make_params, tiny_encoder, tmp_path, model__teacher="toy-teacher",
+                                    train__distill_weight=0), toy, tmp_path / "b")
+    assert plain_log.select("loss", "contrastive", "type_loss").equals(idle_log.select("loss", "contrastive", "type_loss"))
+    assert (plain["teacher"], idle["teacher"], idle["distill_weight"]) == ("none", "toy-teacher", 0.0)
+    taught, taught_log = _train(_params(make_params, tiny_encoder, tmp_path, model__teacher="toy-teacher",
+                                        train__distill_weight=2.0), toy, tmp_path / "c")
+    assert taught["distill_weight"] == 2.0 and (taught_log["distill"] > 0).all() and (plain_log["distill"] == 0).all()
+    # same batches and same first forward: the total differs by exactly the weighted distillation term
+    first = taught_log.row(0, named=True)
+    assert first["loss"] == pytest.approx(plain_log["loss"][0] + 2.0 * first["distill"], abs=1e-4)
+    with pytest.raises(PearlError, match="holds vectors of 'toy-teacher'"):
+        _train(_params(make_params, tiny_encoder, tmp_path, model__teacher="another", train__distill_weight=1.0),
+               toy, tmp_path / "d")
 
 
 @pytest.mark.slow

@@ -5,8 +5,12 @@ not reachable offline, so the default builds paraphrases without a generative mo
 
 - `abbreviation`: forms a name is also written in — without a leading article
   ("New York Times"), its acronym ("NYT"), and its leading words abbreviated ("NY Times");
-- `mined`: other phrases of the corpus with the same head word whose backbone embedding is
-  close (cosine ≥ augment.mined_min_cos), e.g. "the capital city" for "the capital".
+- `wordnet_lemma`: for a phrase that is a multiword WordNet lemma of a single synset ("World
+  War II"), the synset's other lemmas ("Second World War"). Derivational forms are left out:
+  they change what is meant ("the Nobel Prize" → "Nobelist", "South Africa" → "South African");
+- `mined`: other phrases of the corpus with the same head word (the root of the phrase's own
+  dependency parse) whose backbone embedding is close (cosine ≥ augment.mined_min_cos), e.g.
+  "the largest city" for "the biggest city".
 """
 
 from __future__ import annotations
@@ -41,22 +45,46 @@ def abbreviations(phrase: str) -> list[str]:
     return [f for f in dict.fromkeys(forms) if f and _normal(f) != _normal(phrase)]
 
 
-def head_word(phrase: str) -> str:
-    """The last word, lower-cased: the head of most English noun phrases."""
-    words = [w for w in _normal(phrase).split() if w.isalpha()]
-    return words[-1] if words else ""
+def wordnet_paraphrases(phrases: list[str], wordnet) -> dict[str, list[str]]:
+    """Synonyms of multiword WordNet lemmas. A lemma of several synsets is skipped: its synonyms
+    would mix senses, the failure the token level shows ("the sum" → "the heart and soul")."""
+    found = {}
+    for phrase in phrases:
+        tokens = phrase.split()
+        if tokens and tokens[0].lower() in _ARTICLES:
+            tokens = tokens[1:]
+        if len(tokens) < 2:
+            continue
+        key = "_".join(tokens).lower()
+        synsets = wordnet.synsets(key)
+        if len(synsets) != 1:
+            continue
+        names = dict.fromkeys(lemma.name().replace("_", " ") for lemma in synsets[0].lemmas())
+        close = [name for name in names if _normal(name) != _normal(" ".join(tokens))]
+        if close:
+            found[phrase] = close
+    return found
+
+
+def head_words(phrases: list[str], nlp, batch_size: int) -> list[str]:
+    """Each phrase's head: the root of its own dependency parse, lower-cased ("" if not a word).
+    The last word would give "france" for "the capital of France"; the parse gives "capital"."""
+    heads = []
+    for doc in nlp.pipe(phrases, batch_size=batch_size):
+        root = doc[:].root if len(doc) else None
+        heads.append(root.text.lower() if root is not None and root.is_alpha else "")
+    return heads
 
 
 def mined_paraphrases(
-    phrases: list[str], vectors: np.ndarray, min_cos: float, limit: int
+    phrases: list[str], heads: list[str], vectors: np.ndarray, min_cos: float, limit: int
 ) -> dict[str, list[str]]:
     """For each phrase, up to `limit` same-head phrases with cosine ≥ min_cos, closest first.
 
-    `vectors` are L2-normalised embeddings of `phrases`, row for row.
+    `heads` and the L2-normalised `vectors` are of `phrases`, row for row.
     """
     groups: dict[str, list[int]] = defaultdict(list)
-    for i, phrase in enumerate(phrases):
-        head = head_word(phrase)
+    for i, head in enumerate(heads):
         if head:
             groups[head].append(i)
     found: dict[str, list[str]] = {}

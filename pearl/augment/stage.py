@@ -15,6 +15,7 @@ from pearl.augment.char_level import CharAugmenter
 from pearl.device import resolve_device
 from pearl.log import Stopwatch, get_logger
 from pearl.params import Params
+from pearl.spacy_models import describe, load_spacy
 
 PHRASES = Path("data/typed/phrases.parquet")
 SENTENCES = Path("data/corpus/sentences.parquet")
@@ -56,11 +57,17 @@ def _paraphrases(params: Params, phrases: list[str]) -> tuple[dict[str, dict[str
     from pearl.embedder import Embedder
 
     embedder = Embedder(params.model.backbone, params.model.prefix, a.batch_size, 64, device)
-    mined = phrase_level.mined_paraphrases(phrases, embedder.embed(phrases), a.mined_min_cos, a.max_variants_per_method)
+    nlp = load_spacy(params.parse.spacy_model, keep=("tok2vec", "parser"))
+    heads = phrase_level.head_words(phrases, nlp, params.parse.batch_size)
+    mined = phrase_level.mined_paraphrases(phrases, heads, embedder.embed(phrases), a.mined_min_cos,
+                                           a.max_variants_per_method)
     abbreviations = {p: forms for p in phrases if (forms := phrase_level.abbreviations(p))}
+    lemmas = phrase_level.wordnet_paraphrases(phrases, token_level.load_wordnet(Path(a.nltk_data)))
     description = ("offline substitute for Parrot (no generative paraphraser offline): abbreviation and "
-                   f"acronym forms, and same-head corpus phrases with {params.model.backbone} cosine >= {a.mined_min_cos}")
-    return {"abbreviation": abbreviations, "mined": mined}, description
+                   "acronym forms, synonyms of single-sense multiword WordNet 3.0 lemmas, and corpus phrases "
+                   f"with the same head ({describe(nlp)}) and "
+                   f"{params.model.backbone} cosine >= {a.mined_min_cos}")
+    return {"abbreviation": abbreviations, "wordnet_lemma": lemmas, "mined": mined}, description
 
 
 def build_variants(params: Params, phrases: list[str], sentences: Path) -> tuple[pl.DataFrame, dict]:

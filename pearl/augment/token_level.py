@@ -52,8 +52,8 @@ def phrase_words(phrases: Iterable[str]) -> set[str]:
     return {t for phrase in phrases for t in phrase.split() if _replaceable(t)}
 
 
-def wordnet_synonyms(words: set[str], nltk_data: Path) -> dict[str, list[str]]:
-    """Lemma names of every WordNet synset of each word, other than the word itself."""
+def load_wordnet(nltk_data: Path):
+    """nltk's WordNet reader over `nltk_data`, or a one-line error saying how to install it."""
     import nltk
 
     if str(nltk_data) not in nltk.data.path:
@@ -67,6 +67,12 @@ def wordnet_synonyms(words: set[str], nltk_data: Path) -> dict[str, list[str]]:
             f"WordNet is not in {nltk_data}/corpora/wordnet: run `bash scripts/setup.sh` as root "
             "(it installs Debian's wordnet-base and prepares the folder) or set augment.nltk_data"
         ) from None
+    return wordnet
+
+
+def wordnet_synonyms(words: set[str], nltk_data: Path) -> dict[str, list[str]]:
+    """Lemma names of every WordNet synset of each word, other than the word itself."""
+    wordnet = load_wordnet(nltk_data)
     found = {}
     for word in sorted(words):
         names = dict.fromkeys(

@@ -2,6 +2,9 @@
 
 Equation 2 of the paper with in-batch and hard negatives, equation 3 on both views, total as
 equation 4 with a weight on the type term (0 turns the auxiliary task off, for the ablation).
+An optional third term distils a teacher: the KL divergence from the teacher's distribution over
+each anchor's negatives (softmaxed cosines) to the student's. It compares similarities, not
+vectors, so the two models' dimensions need not match.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ class LossParts:
     total: torch.Tensor
     contrastive: torch.Tensor
     type_loss: torch.Tensor
+    distill: torch.Tensor
     type_correct: torch.Tensor  # anchors whose type the head predicts right, for the log
 
 
@@ -28,17 +32,44 @@ def info_nce(anchors: torch.Tensor, candidates: torch.Tensor, exclude: torch.Ten
     `exclude[i, j]` drops candidate j from anchor i's denominator: a candidate whose text is the
     anchor's own text or its positive's text is a false negative, not a negative.
     """
-    # fp32 even under bf16 autocast: at temperature 0.07, bf16 cosines/τ move in steps of ~0.05
-    with torch.autocast(device_type=anchors.device.type, enabled=False):
-        logits = F.normalize(anchors.float(), dim=-1) @ F.normalize(candidates.float(), dim=-1).T / temperature
+    logits = cosine_logits(anchors, candidates, temperature)
     if exclude is not None:
         logits = logits.masked_fill(exclude, float("-inf"))
     return F.cross_entropy(logits, torch.arange(len(anchors), device=anchors.device))
 
 
+def cosine_logits(anchors: torch.Tensor, candidates: torch.Tensor, temperature: float) -> torch.Tensor:
+    # fp32 even under bf16 autocast: at temperature 0.07, bf16 cosines/τ move in steps of ~0.05
+    with torch.autocast(device_type=anchors.device.type, enabled=False):
+        return F.normalize(anchors.float(), dim=-1) @ F.normalize(candidates.float(), dim=-1).T / temperature
+
+
+def distill_kl(anchors: torch.Tensor, candidates: torch.Tensor, teacher_cos: torch.Tensor,
+               exclude: torch.Tensor | None, temperature: float) -> torch.Tensor:
+    """KL(teacher ‖ student) over each anchor's negatives, averaged over anchors.
+
+    The positive (candidate i of anchor i) is left out with the excluded candidates: the teacher
+    scores a view as its phrase, so it would put nearly all the mass there and the term would
+    repeat InfoNCE instead of passing on how the teacher ranks the other phrases. Left-out
+    candidates get a large finite negative logit on both sides rather than -inf, so their
+    probability is exactly 0 and 0·log 0 stays 0 instead of NaN.
+    """
+    student = cosine_logits(anchors, candidates, temperature)
+    teacher = teacher_cos.float() / temperature
+    leave_out = torch.zeros_like(student, dtype=torch.bool)
+    leave_out[:, : len(anchors)].fill_diagonal_(True)
+    if exclude is not None:
+        leave_out |= exclude
+    student = student.masked_fill(leave_out, -1e4)
+    teacher = teacher.masked_fill(leave_out, -1e4)
+    return F.kl_div(F.log_softmax(student, -1), F.softmax(teacher, -1), reduction="batchmean")
+
+
 def pearl_loss(vectors: torch.Tensor, n_anchors: int, labels: torch.Tensor, exclude: torch.Tensor | None,
-               type_head: nn.Module, temperature: float, type_weight: float) -> LossParts:
-    """`vectors` = anchors, then their positives (same order), then hard negatives."""
+               type_head: nn.Module, temperature: float, type_weight: float,
+               teacher_cos: torch.Tensor | None = None, distill_weight: float = 0.0) -> LossParts:
+    """`vectors` = anchors, then their positives (same order), then hard negatives;
+    `teacher_cos[i, j]` the teacher's cosine of anchor i and candidate j."""
     anchors, candidates = vectors[:n_anchors], vectors[n_anchors:]
     contrastive = info_nce(anchors, candidates, exclude, temperature)
     views = vectors[: 2 * n_anchors]
@@ -46,5 +77,9 @@ def pearl_loss(vectors: torch.Tensor, n_anchors: int, labels: torch.Tensor, excl
     both = torch.cat([labels, labels])
     type_loss = F.cross_entropy(logits, both)
     total = contrastive + type_weight * type_loss if type_weight > 0 else contrastive
+    distill = torch.zeros((), device=vectors.device)
+    if teacher_cos is not None and distill_weight > 0:
+        distill = distill_kl(anchors, candidates, teacher_cos, exclude, temperature)
+        total = total + distill_weight * distill
     correct = (logits[:n_anchors].argmax(-1) == labels).sum()
-    return LossParts(total, contrastive.detach(), type_loss.detach(), correct.detach())
+    return LossParts(total, contrastive.detach(), type_loss.detach(), distill.detach(), correct.detach())

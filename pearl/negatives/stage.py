@@ -15,6 +15,7 @@ from pearl.negatives.candidates import CandidateSettings, mine_candidates
 from pearl.negatives.hard_negatives import hard_negative_mask
 from pearl.params import Params
 from pearl.spacy_models import package_version
+from pearl.teacher.vectors import VECTORS, TeacherVectors
 
 PHRASES = Path("data/typed/phrases.parquet")
 CANDIDATES = Path("data/negatives/candidates.parquet")
@@ -61,16 +62,26 @@ def run_candidates(params: Params, source: Path = PHRASES, output: Path = CANDID
     return numbers
 
 
-def run_negatives(params: Params, source: Path = PHRASES, candidates: Path = CANDIDATES,
-                  output: Path = NEGATIVES, metrics: Path = Path("metrics/negatives.json")) -> dict:
+def _pair_cosine(params: Params, left: list[str], right: list[str], teacher: Path) -> tuple[np.ndarray, str]:
+    """Cosines under model.teacher's cached vectors (the paper scores with a strong encoder),
+    or under the backbone when there is no teacher; and the encoder's name."""
+    if params.model.teacher is not None:
+        return TeacherVectors.load(teacher, params.model.teacher).pair_cosine(left, right), params.model.teacher
     from pearl.embedder import Embedder, pair_cosine
 
+    embedder = Embedder(params.model.backbone, params.model.prefix, params.negatives.batch_size, 64,
+                        resolve_device(params.base.device))
+    return pair_cosine(embedder, left, right), params.model.backbone
+
+
+def run_negatives(params: Params, source: Path = PHRASES, candidates: Path = CANDIDATES,
+                  output: Path = NEGATIVES, metrics: Path = Path("metrics/negatives.json"),
+                  teacher: Path = VECTORS) -> dict:
     phrases = read_parquet(source, ["phrase"], producer="typing")["phrase"].to_list()
     pairs = read_parquet(candidates, ["phrase", "candidate", "edit_sim"], producer="candidates")
     n = params.negatives
-    embedder = Embedder(params.model.backbone, params.model.prefix, n.batch_size, 64, resolve_device(params.base.device))
     clock = Stopwatch()
-    cos = pair_cosine(embedder, pairs["phrase"].to_list(), pairs["candidate"].to_list())
+    cos, encoder = _pair_cosine(params, pairs["phrase"].to_list(), pairs["candidate"].to_list(), teacher)
     timing = clock.report(log, pairs.height, "pairs")
     scored = pairs.with_columns(cos=pl.Series(cos, dtype=pl.Float32))
     keep = hard_negative_mask(scored["edit_sim"].to_numpy(), cos, n.rule, n.max_cos, n.margin)
@@ -83,6 +94,7 @@ def run_negatives(params: Params, source: Path = PHRASES, candidates: Path = CAN
     )
     table = pl.concat([negatives.select("phrase", "negative", "edit_sim", "cos"), none])
     numbers = {
+        "encoder": encoder,
         "phrases": len(phrases),
         "candidate_pairs": pairs.height,
         "hard_negatives": negatives.height,
@@ -91,8 +103,8 @@ def run_negatives(params: Params, source: Path = PHRASES, candidates: Path = CAN
     }
     write_meta(output, {
         "stage": "negatives",
-        "encoder": params.model.backbone,
-        "prefix": params.model.prefix,
+        "encoder": encoder,
+        "prefix": params.model.prefix if params.model.teacher is None else params.model.teacher_prefix,
         "rule": f"cos <= {n.max_cos}" if n.rule == "max_cos" else f"edit_sim - minmax(cos) > {n.margin}",
         **numbers,
     })

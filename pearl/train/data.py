@@ -7,7 +7,7 @@ any order, and a run resumed at step s sees exactly the batches the uninterrupte
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +17,7 @@ import torch
 from pearl.artifacts import read_parquet
 from pearl.augment.char_level import CharAugmenter
 from pearl.errors import PearlError
+from pearl.teacher.vectors import TeacherVectors
 
 LEVELS = ("char", "token", "phrase")
 
@@ -28,6 +29,7 @@ class Batch:
     labels: torch.Tensor  # type label of each anchor (its positive shares it)
     exclude: torch.Tensor  # (anchors, candidates) bool: false negatives left out of the loss
     features: dict[str, torch.Tensor]  # tokenised `texts`
+    teacher_cos: torch.Tensor | None  # (anchors, candidates): the teacher's cosines, for distillation
 
 
 @dataclass(frozen=True)
@@ -38,22 +40,46 @@ class Sampling:
     level_probs: dict[str, float]
 
 
+@dataclass
+class ViewFilter:
+    """Drops cached views whose teacher cosine to their phrase is below `min_cos`: many cached
+    variants change the meaning ("in Eastern Europe" → "in Western Europe")."""
+
+    min_cos: float
+    levels: tuple[str, ...]  # the levels training draws views from
+    teacher: TeacherVectors
+    kept: dict[str, int] = field(default_factory=dict)
+    dropped: dict[str, int] = field(default_factory=dict)
+
+    def apply(self, rows: pl.DataFrame, level: str) -> pl.DataFrame:
+        missing = [v for v in rows["variant"].to_list() if v not in self.teacher]
+        if missing:
+            raise PearlError(f"train.view_min_cos needs teacher vectors of the {level} variants: add {level} to "
+                             f"teacher.variant_levels ({len(missing)} variants lack one, e.g. {missing[0]!r})")
+        keep = self.teacher.pair_cosine(rows["phrase"].to_list(), rows["variant"].to_list()) >= self.min_cos
+        self.kept[level], self.dropped[level] = int(keep.sum()), int((~keep).sum())
+        return rows.filter(pl.Series(keep))
+
+
 class TrainingSet:
     """Phrases with labels, cached token/phrase variants and hard negatives, split train/held-out."""
 
     def __init__(self, phrases: list[str], labels: np.ndarray, variants: dict[str, list[list[str]]],
-                 negatives: list[list[str]], heldout_fraction: float, seed: int):
+                 negatives: list[list[str]], heldout_fraction: float, seed: int,
+                 teacher: TeacherVectors | None = None):
         self.phrases = phrases
         self.labels = labels
         self.variants = variants  # level → per phrase, its cached variants
         self.negatives = negatives
+        self.teacher = teacher  # for distillation; None = off
         order = np.random.default_rng([seed, 1]).permutation(len(phrases))
         n_heldout = max(1, int(round(heldout_fraction * len(phrases))))
         self.heldout = np.sort(order[:n_heldout])
         self.train = np.sort(order[n_heldout:])
 
     @classmethod
-    def load(cls, typed: Path, variants: Path, negatives: Path, heldout_fraction: float, seed: int) -> TrainingSet:
+    def load(cls, typed: Path, variants: Path, negatives: Path, heldout_fraction: float, seed: int,
+             teacher: TeacherVectors | None = None, view_filter: ViewFilter | None = None) -> TrainingSet:
         table = read_parquet(typed, ["phrase", "label_id"], producer="typing")
         phrases = table["phrase"].to_list()
         if len(phrases) < 4:
@@ -64,6 +90,8 @@ class TrainingSet:
         for level in ("token", "phrase"):
             lists = [[] for _ in phrases]
             rows = cached.filter(pl.col("level") == level)
+            if view_filter is not None and level in view_filter.levels:
+                rows = view_filter.apply(rows, level)
             for phrase, variant in zip(rows["phrase"].to_list(), rows["variant"].to_list()):
                 if phrase in index:
                     lists[index[phrase]].append(variant)
@@ -75,7 +103,7 @@ class TrainingSet:
             if phrase in index:
                 negative_lists[index[phrase]].append(negative)
         return cls(phrases, table["label_id"].to_numpy().astype(np.int64), by_level, negative_lists,
-                   heldout_fraction, seed)
+                   heldout_fraction, seed, teacher)
 
     def steps_per_epoch(self, batch_size: int) -> int:
         return len(self.train) // batch_size
@@ -86,8 +114,9 @@ class TrainingSet:
         order = np.random.default_rng([sampling.seed, 2, epoch]).permutation(self.train)
         return order[position * sampling.batch_size:(position + 1) * sampling.batch_size]
 
-    def batch_texts(self, sampling: Sampling, step: int) -> tuple[list[str], int, np.ndarray, np.ndarray, dict]:
-        """(texts, n_anchors, labels, exclude, level counts) of one step."""
+    def batch_texts(self, sampling: Sampling, step: int
+                    ) -> tuple[list[str], int, np.ndarray, np.ndarray, np.ndarray | None, dict]:
+        """(texts, n_anchors, labels, exclude, teacher cosines, level counts) of one step."""
         chosen = self.anchors(sampling, step)
         rng = np.random.default_rng([sampling.seed, 3, step])
         chars = CharAugmenter(np.random.SeedSequence([sampling.seed, 4, step]))
@@ -113,7 +142,13 @@ class TrainingSet:
             for text in {anchor, positive}:
                 for j in columns.get(text, ()):
                     exclude[i, j] = j != i
-        return anchors + candidates, len(anchors), self.labels[chosen], exclude, counts
+        teacher_cos = None
+        if self.teacher is not None:
+            # a view is scored as its phrase: it should mean what the phrase means
+            rows = self.teacher.vectors(anchors + negatives)
+            meaning = np.concatenate([rows[: len(anchors)], rows])
+            teacher_cos = rows[: len(anchors)] @ meaning[len(anchors):].T
+        return anchors + candidates, len(anchors), self.labels[chosen], exclude, teacher_cos, counts
 
     def _positive(self, phrase: str, index: int, probs: dict[str, float], rng: np.random.Generator,
                   chars: CharAugmenter) -> tuple[str, str]:
@@ -146,5 +181,6 @@ class StepBatches(torch.utils.data.Dataset):
         return self.last - self.first
 
     def __getitem__(self, k: int) -> Batch:
-        texts, n, labels, exclude, _ = self.data.batch_texts(self.sampling, self.first + k)
-        return Batch(texts, n, torch.from_numpy(labels), torch.from_numpy(exclude), self.tokenize(texts))
+        texts, n, labels, exclude, teacher_cos, _ = self.data.batch_texts(self.sampling, self.first + k)
+        return Batch(texts, n, torch.from_numpy(labels), torch.from_numpy(exclude), self.tokenize(texts),
+                     None if teacher_cos is None else torch.from_numpy(teacher_cos))

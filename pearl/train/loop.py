@@ -21,7 +21,8 @@ from pearl.model.loss import LossParts, pearl_loss
 from pearl.model.phrase_model import ModelConfig, PhraseModel
 from pearl.params import Params
 from pearl.train.checkpoint import clear_checkpoints, fingerprint, load_checkpoint, save_checkpoint
-from pearl.train.data import Batch, Sampling, StepBatches, TrainingSet
+from pearl.teacher.vectors import TeacherVectors
+from pearl.train.data import Batch, Sampling, StepBatches, TrainingSet, ViewFilter
 from pearl.train.distributed import World, average_gradients, close_world, gather_rows, init_world, share
 
 log = get_logger("train")
@@ -32,6 +33,7 @@ class TrainInputs:
     typed: Path
     variants: Path
     negatives: Path
+    teacher: Path
 
 
 @dataclass
@@ -46,6 +48,7 @@ class TrainResult:
     device: str
     precision: str
     world: World
+    view_filter: ViewFilter | None
 
 
 def model_config(params: Params) -> ModelConfig:
@@ -79,6 +82,18 @@ def sampling_for(params: Params) -> Sampling:
                     {"char": t.p_char, "token": t.p_token, "phrase": t.p_phrase, "none": t.p_identity})
 
 
+def teacher_inputs(params: Params, vectors: Path) -> tuple[TeacherVectors | None, ViewFilter | None]:
+    """(the teacher to distil, or None; the view filter, or None). Without model.teacher both are
+    off, whatever train.distill_weight and train.view_min_cos say: the recipe without a teacher."""
+    t = params.train
+    if params.model.teacher is None or (t.distill_weight == 0 and t.view_min_cos is None):
+        return None, None
+    teacher = TeacherVectors.load(vectors, params.model.teacher)
+    levels = tuple(level for level in ("token", "phrase") if getattr(t, f"p_{level}") > 0)
+    view_filter = None if t.view_min_cos is None else ViewFilter(t.view_min_cos, levels, teacher)
+    return (teacher if t.distill_weight > 0 else None), view_filter
+
+
 def loader_workers(setting: int | str) -> int:
     """`auto`: no worker below 4 cores, where one competes with the compute for them
     (benchmarks/train_step.py on 2 cores: +15.6% per step with one worker, +3.7% with none)."""
@@ -103,10 +118,12 @@ def _rows(features: dict[str, torch.Tensor], start: int, stop: int, device) -> d
 def _step(model: PhraseModel, batch: Batch, params: Params, device, autocast, world: World) -> LossParts:
     t = params.train
     labels, exclude = batch.labels.to(device), batch.exclude.to(device)
+    teacher_cos = None if batch.teacher_cos is None else batch.teacher_cos.to(device)
 
     def loss_of(vectors: torch.Tensor) -> LossParts:
         with autocast():
-            return pearl_loss(vectors, batch.n_anchors, labels, exclude, model.type_head, t.temperature, t.type_weight)
+            return pearl_loss(vectors, batch.n_anchors, labels, exclude, model.type_head, t.temperature, t.type_weight,
+                              teacher_cos, t.distill_weight)
 
     n = len(batch.texts)
     if t.grad_cache:
@@ -137,7 +154,9 @@ def train(params: Params, inputs: TrainInputs) -> TrainResult:
 
     torch.manual_seed(params.base.seed)
     model = PhraseModel(model_config(params)).to(device)
-    data = TrainingSet.load(inputs.typed, inputs.variants, inputs.negatives, t.heldout_fraction, params.base.seed)
+    teacher, view_filter = teacher_inputs(params, inputs.teacher)
+    data = TrainingSet.load(inputs.typed, inputs.variants, inputs.negatives, t.heldout_fraction, params.base.seed,
+                            teacher, view_filter)
     per_epoch = data.steps_per_epoch(t.batch_size)
     if per_epoch == 0:
         raise PearlError(f"train.batch_size ({t.batch_size}) exceeds the {len(data.train)} training phrases: lower it")
@@ -150,7 +169,8 @@ def train(params: Params, inputs: TrainInputs) -> TrainResult:
                                   {"params": heads, "lr": t.head_lr}])
     scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=t.lr_decay_steps, gamma=t.lr_decay_rate)
     checkpoints = Path(t.checkpoint_dir)
-    run_id = fingerprint(params, [inputs.typed, inputs.variants, inputs.negatives])
+    run_id = fingerprint(params, [inputs.typed, inputs.variants, inputs.negatives]
+                         + ([inputs.teacher] if teacher is not None or view_filter is not None else []))
     state = load_checkpoint(checkpoints, run_id)
     start, rows = 0, []
     if state is not None:
@@ -198,7 +218,7 @@ def train(params: Params, inputs: TrainInputs) -> TrainResult:
     if world.main:
         clear_checkpoints(checkpoints)
     close_world(world)
-    return TrainResult(model, data, rows, total, per_epoch, start, seconds, str(device), precision, world)
+    return TrainResult(model, data, rows, total, per_epoch, start, seconds, str(device), precision, world, view_filter)
 
 
 class _Window:
@@ -206,7 +226,7 @@ class _Window:
 
     def __init__(self):
         self.steps = 0
-        self.sums = dict.fromkeys(("loss", "contrastive", "type_loss", "seconds"), 0.0)
+        self.sums = dict.fromkeys(("loss", "contrastive", "type_loss", "distill", "seconds"), 0.0)
         self.correct = self.anchors = self.phrases = 0
 
     def add(self, parts: LossParts, batch: Batch, seconds: float) -> None:
@@ -214,6 +234,7 @@ class _Window:
         self.sums["loss"] += float(parts.total.detach())
         self.sums["contrastive"] += float(parts.contrastive)
         self.sums["type_loss"] += float(parts.type_loss)
+        self.sums["distill"] += float(parts.distill)
         self.sums["seconds"] += seconds
         self.correct += int(parts.type_correct)
         self.anchors += batch.n_anchors
@@ -226,6 +247,7 @@ class _Window:
             "loss": round(self.sums["loss"] / n, 5),
             "contrastive": round(self.sums["contrastive"] / n, 5),
             "type_loss": round(self.sums["type_loss"] / n, 5),
+            "distill": round(self.sums["distill"] / n, 5),
             "type_acc": round(self.correct / max(self.anchors, 1), 4),
             "lr": float(f"{lr:.6g}"),
             "seconds_per_step": round(self.sums["seconds"] / n, 4),

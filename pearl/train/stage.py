@@ -17,12 +17,13 @@ from pearl.model.export import export_sentence_transformer
 from pearl.model.phrase_model import PhraseModel
 from pearl.model_ids import resolve_model
 from pearl.params import Params
+from pearl.teacher.vectors import VECTORS
 from pearl.train.loop import TrainInputs, train, type_accuracy
 
 log = get_logger("train")
 
 INPUTS = TrainInputs(Path("data/typed/phrases.parquet"), Path("data/augment/variants.parquet"),
-                     Path("data/negatives/hard_negatives.parquet"))
+                     Path("data/negatives/hard_negatives.parquet"), VECTORS)
 FINETUNED = Path("models/finetuned")
 EXPORT = Path("models/pearl")
 
@@ -56,6 +57,8 @@ def run_train(params: Params, inputs: TrainInputs = INPUTS, out_dir: Path = FINE
     numbers = {
         "backbone": params.model.backbone,
         "char_encoder": params.model.char_encoder,
+        "teacher": params.model.teacher or "none",
+        "distill_weight": params.train.distill_weight if data.teacher is not None else 0.0,
         "device": result.device,
         "precision": result.precision,
         "world_size": result.world.size,
@@ -67,9 +70,13 @@ def run_train(params: Params, inputs: TrainInputs = INPUTS, out_dir: Path = FINE
         "resumed_from_step": result.started_at,
         "loss_first_tenth": _mean(result.log_rows, "loss", True, window),
         "loss_last_tenth": _mean(result.log_rows, "loss", False, window),
+        "distill_last_tenth": _mean(result.log_rows, "distill", False, window),
         "heldout_type_accuracy": round(type_accuracy(result.model, heldout, heldout_labels), 4),
         "heldout_majority_share": round(float(np.mean(heldout_labels == majority)), 4),
     }
+    if result.view_filter is not None:
+        numbers["views_kept"] = result.view_filter.kept
+        numbers["views_dropped"] = result.view_filter.dropped
     run_steps = result.steps - result.started_at
     timing = {"seconds": round(result.seconds, 1), "steps_per_s": round(run_steps / max(result.seconds, 1e-9), 3)}
     log.info("held-out type accuracy %.3f (majority class %.3f); loss %s → %s",

@@ -1,4 +1,4 @@
-"""The `pearl` command line: one command per pipeline stage (and, later, the model's uses)."""
+"""The `pearl` command line: one command per pipeline stage, and the product verbs (index, link, join, cluster, types)."""
 
 from __future__ import annotations
 
@@ -191,6 +191,198 @@ def embed(
         return
     for text, vector in zip(texts, vectors):
         typer.echo(json.dumps({"text": text, "vector": [round(float(x), 6) for x in vector]}, ensure_ascii=False))
+
+
+# ---- the product verbs: any encoder, on users' tables; no params.yaml needed -------------------
+
+ModelOption = Annotated[str, typer.Option(
+    "--model", help="a PEARL export, a sentence-transformers / Hugging Face id or directory, or `string` "
+                    "(character 3-gram Jaccard)")]
+InputOption = Annotated[Path, typer.Option("--input", help="a .csv, .tsv, .parquet, or .txt (one name per line, column `text`)")]
+OutOption = Annotated[Path, typer.Option("--out", help="a .parquet or .csv file, in an existing folder")]
+
+
+def _product(work: Callable[[], None]) -> None:
+    configure_logging()
+    try:
+        work()
+    except PearlError as error:
+        typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(1) from None
+
+
+index_app = typer.Typer(help="A persistent faiss index of names: build it once, link against it often.",
+                        no_args_is_help=True)
+app.add_typer(index_app, name="index")
+
+
+@index_app.command("build")
+def index_build(
+    input_file: InputOption,
+    column: Annotated[str, typer.Option(help="the names column")],
+    out: Annotated[Path, typer.Option(help="the index folder to write (replaced if it is an index)")],
+    model: ModelOption = "models/pearl",
+    id_column: Annotated[str | None, typer.Option(help="ids column; default: the row number")] = None,
+    dedupe: Annotated[bool, typer.Option(help="keep each duplicate name's first row instead of failing")] = False,
+    exact_below: Annotated[int, typer.Option(min=0, help="exact search below this many names, HNSW above")] = 100_000,
+    prefix: Annotated[str, typer.Option(help="text put before every name, e.g. 'query: ' for E5")] = "",
+    batch_size: Annotated[int, typer.Option(min=1)] = 128,
+) -> None:
+    """Embed a table's names into an index folder: rows.parquet, index.faiss, manifest.json."""
+    from pearl.index.phrase_index import Index, IndexSettings
+    from pearl.tables import read_table
+
+    def work() -> None:
+        if not out.parent.is_dir():
+            raise PearlError(f"--out {out}: folder {out.parent} does not exist; create it first")
+        index = Index.from_table(read_table(input_file), column, id_column, model, dedupe=dedupe, prefix=prefix,
+                                 settings=IndexSettings(exact_below=exact_below), batch_size=batch_size)
+        index.save(out)
+        typer.echo(f"{len(index)} names ({index.kind}, {index.encoder.card.dimension or 'no'} dimensions) → {out}")
+
+    _product(work)
+
+
+@index_app.command("add")
+def index_add(
+    index_dir: Annotated[Path, typer.Option("--index", help="an index folder from `pearl index build`")],
+    input_file: InputOption,
+    column: Annotated[str, typer.Option(help="the names column")],
+    id_column: Annotated[str | None, typer.Option(help="ids column; default: the row number, counted on")] = None,
+    dedupe: Annotated[bool, typer.Option(help="skip names already indexed or repeated instead of failing")] = False,
+) -> None:
+    """Append a table's names to an index; the names already there are not embedded again."""
+    from pearl.index.phrase_index import Index
+    from pearl.tables import read_table
+
+    def work() -> None:
+        index = Index.load(index_dir)
+        added = index.add_table(read_table(input_file), column, id_column, dedupe=dedupe)
+        index.save(index_dir)
+        typer.echo(f"+{added} names → {len(index)} in {index_dir} ({index.kind})")
+
+    _product(work)
+
+
+@app.command()
+def link(
+    index_dir: Annotated[Path, typer.Option("--index", help="an index folder from `pearl index build`")],
+    input_file: InputOption,
+    out: OutOption,
+    column: Annotated[str, typer.Option(help="the mentions column")] = "mention",
+    k: Annotated[int, typer.Option("--k", help="candidates per mention")] = 5,
+    min_score: Annotated[float | None, typer.Option(help="below this score a mention gets a no-match row")] = None,
+    model: Annotated[str | None, typer.Option(help="must be the index's model; default: the index's own")] = None,
+) -> None:
+    """Entity linking: the top-k index entries of each mention → rank, id, name, score, matched."""
+    from pearl.index.phrase_index import Index
+    from pearl.linking.link import link as link_mentions
+    from pearl.tables import check_output, read_table, write_table
+
+    def work() -> None:
+        check_output(out)
+        mentions = read_table(input_file)
+        result = link_mentions(Index.load(index_dir, model), mentions, column, k, min_score)
+        write_table(result, out)
+        typer.echo(f"{len(mentions)} mentions, {result['matched'].sum()} candidate rows → {out}")
+
+    _product(work)
+
+
+@app.command()
+def join(
+    left: Annotated[Path, typer.Argument(help="the reference table (its names are indexed)")],
+    right: Annotated[Path, typer.Argument(help="the table whose rows each get their best left row")],
+    left_on: Annotated[str, typer.Option(help="the left table's names column")],
+    right_on: Annotated[str, typer.Option(help="the right table's names column")],
+    out: Annotated[Path | None, typer.Option(help="a .parquet or .csv file; optional with --explain")] = None,
+    model: ModelOption = "models/pearl",
+    how: Annotated[str, typer.Option(help="inner: matched right rows only; left: every right row")] = "inner",
+    threshold: Annotated[float | None, typer.Option(
+        help="the score cut; default: a quantile of the left names' scores with their nearest other left name")] = None,
+    calibration_quantile: Annotated[float, typer.Option(help="that quantile, without --threshold")] = 0.9,
+    string_weight: Annotated[float, typer.Option(help="weight of rapidfuzz string similarity in the score")] = 0.0,
+    candidates: Annotated[int, typer.Option(help="left candidates per right row, from the index")] = 10,
+    explain: Annotated[bool, typer.Option(help="print the score distribution and the chosen cut")] = False,
+) -> None:
+    """Fuzzy join: each RIGHT row gets its best LEFT row by embedding (+ string) similarity, with the score."""
+    from pearl.index.encoder import load_encoder
+    from pearl.joining.join import HOW, assemble, best_matches, explain as explain_scores
+    from pearl.tables import check_output, read_table, write_table
+
+    def work() -> None:
+        if out is None and not explain:
+            raise PearlError("give --out FILE for the joined table, or --explain to see the scores")
+        if out is not None:
+            check_output(out)
+        if how not in HOW:
+            raise PearlError(f"--how {how!r}: inner or left")
+        left_df, right_df = read_table(left), read_table(right)
+        matches = best_matches(left_df, right_df, left_on, right_on, load_encoder(model), threshold,
+                               string_weight, candidates, calibration_quantile)
+        if explain:
+            typer.echo(explain_scores(matches))
+        if out is not None:
+            result = assemble(left_df, right_df, matches, how)
+            write_table(result, out)
+            typer.echo(f"{result['matched'].sum()} of {len(right_df)} right rows matched → {out}")
+
+    _product(work)
+
+
+@app.command()
+def cluster(
+    input_file: Annotated[Path, typer.Argument(help="a .csv, .tsv, .parquet or .txt table")],
+    column: Annotated[str, typer.Option(help="the names column")],
+    out: OutOption,
+    model: ModelOption = "models/pearl",
+    k: Annotated[int | None, typer.Option("--k", help="this many clusters (KMeans)")] = None,
+    threshold: Annotated[float | None, typer.Option(
+        help="merge while the mean cosine similarity is at least this (average-linkage agglomerative)")] = None,
+    seed: int = 0,
+) -> None:
+    """Group near-duplicate names: adds cluster, representative and cluster_size to each row."""
+    from pearl.clustering.cluster import cluster as cluster_table
+    from pearl.tables import check_output, read_table, write_table
+
+    def work() -> None:
+        check_output(out)
+        result = cluster_table(read_table(input_file), column, model, k, threshold, seed)
+        write_table(result, out)
+        typer.echo(f"{len(result)} rows in {result['cluster'].n_unique() - result['cluster'].has_nulls()} clusters → {out}")
+
+    _product(work)
+
+
+@app.command()
+def types(
+    texts: Annotated[list[str] | None, typer.Argument(help="phrases; none: read --input")] = None,
+    model: Annotated[Path, typer.Option(help="a PEARL export (it carries the type head)")] = Path("models/pearl"),
+    input_file: Annotated[Path | None, typer.Option("--input", help="a table of phrases")] = None,
+    column: Annotated[str, typer.Option(help="the phrases column of --input")] = "text",
+    out: Annotated[Path | None, typer.Option(help="write a .parquet or .csv instead of printing")] = None,
+) -> None:
+    """The lexical (NP, VP, …) and entity (PERSON, ORG, …) type of each phrase, with probabilities."""
+    from pearl.tables import check_output, read_table, text_column, write_table
+    from pearl.types.predict import predict_types
+
+    def work() -> None:
+        if out is not None:
+            check_output(out)
+        phrases = list(texts or [])
+        if input_file is not None:
+            phrases += text_column(read_table(input_file), column, str(input_file)).texts
+        if not phrases:
+            raise PearlError("no phrases: give them as arguments or --input FILE")
+        result = predict_types(model, phrases)
+        if out is not None:
+            write_table(result, out)
+            typer.echo(f"{len(result)} phrases → {out}")
+            return
+        for row in result.iter_rows(named=True):
+            typer.echo(f"{row['text']}\t{row['lex_type']} {row['lex_prob']:.2f}\t{row['entity_type']} {row['entity_prob']:.2f}")
+
+    _product(work)
 
 
 @app.command()

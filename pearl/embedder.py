@@ -21,12 +21,12 @@ class Embedder:
     def __init__(self, model: str, prefix: str, batch_size: int, max_length: int, device: str):
         from sentence_transformers import SentenceTransformer
 
-        from pearl.model.export import is_pearl_export
+        from pearl.model.export import is_pearl_export, load
 
         self.model_id = model
         try:
-            # a PEARL export names module classes of this package, which loading must trust
-            self.model = SentenceTransformer(resolve_model(model), device=device, trust_remote_code=is_pearl_export(model))
+            # pearl's loader takes a PEARL export's module classes from this package; no directory's code is trusted
+            self.model = load(model, device) if is_pearl_export(model) else SentenceTransformer(resolve_model(model), device=device)
         except Exception as error:  # unknown id, offline hub, broken directory
             first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
             raise PearlError(f"model {model!r} could not be loaded ({first})") from None

@@ -95,3 +95,28 @@ def tiny_encoder(tmp_path_factory) -> Path:
     BertModel(config).save_pretrained(directory)
     tokenizer.save_pretrained(directory)
     return directory
+
+
+@pytest.fixture(scope="session")
+def tiny_text_encoder(tiny_encoder):
+    """`tiny_encoder` loaded as the product verbs' encoder (sentence-transformers, mean pooling)."""
+    from pearl.index.encoder import load_encoder
+
+    return load_encoder(str(tiny_encoder))
+
+
+@pytest.fixture(scope="session")
+def other_tiny_encoder(tiny_encoder, tmp_path_factory) -> Path:
+    """`tiny_encoder` with one weight changed: same architecture and tokenizer, other weights."""
+    import shutil
+
+    import torch
+    from transformers import BertModel
+
+    directory = tmp_path_factory.mktemp("tiny-bert-other")
+    shutil.copytree(tiny_encoder, directory, dirs_exist_ok=True)
+    model = BertModel.from_pretrained(tiny_encoder)
+    with torch.no_grad():
+        model.embeddings.word_embeddings.weight.mul_(-1.0)
+    model.save_pretrained(directory)
+    return directory

@@ -170,7 +170,8 @@ def test_average_exports_a_sentence_transformer_equal_to_pearls_encode(make_para
     numbers = run_average(params, tmp_path / "model", tmp_path / "export", tmp_path / "average.json")
     assert numbers["tensors_averaged"] > 0 and numbers["dimension"] == 32 + 8
     modules = [m["type"] for m in json.loads((tmp_path / "export" / "modules.json").read_text())]
-    assert modules[0] == "pearl.model.st_modules.PhraseTransformer" and modules[2] == "pearl.model.st_modules.CharFeatures"
+    assert modules[0] == "st_modules.PhraseTransformer" and modules[2] == "st_modules.CharFeatures"
+    assert (tmp_path / "export" / "pearl_type_head.safetensors").is_file()
     assert (tmp_path / "export" / "1_Pooling" / "config.json").is_file()
 
     texts = ["new york times", "NYTimes", "Zürich café 🎉", "", "x" * 500]

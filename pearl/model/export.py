@@ -1,22 +1,39 @@
-"""Writing a PhraseModel as a sentence-transformers directory, and loading one back."""
+"""Writing a PhraseModel as a sentence-transformers directory, and loading one back.
+
+The directory ships the code of its own modules (SHIPPED, copies of this package's files) as
+Hugging Face remote code, so plain sentence-transformers loads it with `trust_remote_code=True`.
+`load` never runs that copy: our refs map to the installed classes and any other custom ref is
+refused, so a directory cannot get its code trusted by naming ours.
+"""
 
 from __future__ import annotations
 
 import json
+import shutil
 import tempfile
 from dataclasses import asdict
 from pathlib import Path
 
 from pearl.errors import PearlError
-from pearl.model.phrase_model import PhraseModel
+from pearl.labels import LABELS
+from pearl.model.phrase_model import CONFIG, PhraseModel
 from pearl.model_ids import resolve_model
+
+SHIPPED = ("st_modules.py", "char_encoder.py")
+# ref in modules.json → class in pearl.model.st_modules
+SHIPPED_REFS = {"st_modules.PhraseTransformer": "PhraseTransformer", "st_modules.CharFeatures": "CharFeatures"}
+# exports written before the code was shipped name the installed module; only pearl loads those
+OUR_REFS = {**SHIPPED_REFS, **{f"pearl.model.{ref}": name for ref, name in SHIPPED_REFS.items()}}
+TYPE_HEAD = "pearl_type_head.safetensors"
 
 
 def export_sentence_transformer(model: PhraseModel, out_dir: Path) -> None:
     """Write into `out_dir`, a new directory (callers swap it in, e.g. pearl.train.stage._replace_dir).
 
     modules.json: PhraseTransformer (root), 1_Pooling (mean), 2_CharFeatures when the model has
-    a character encoder, 3_Normalize. The prefix becomes the default prompt, so `encode` adds it."""
+    a character encoder, 3_Normalize. The prefix becomes the default prompt, so `encode` adds it.
+    The type head goes to pearl_type_head.safetensors, its label names to pearl_model.json."""
+    from safetensors.torch import save_file
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.modules import Normalize, Pooling
 
@@ -38,7 +55,25 @@ def export_sentence_transformer(model: PhraseModel, out_dir: Path) -> None:
         st = SentenceTransformer(modules=modules, device="cpu", prompts=prompts,
                                  default_prompt_name="query" if prompts else None)
         st.save(str(out_dir))
-    (out_dir / "pearl_model.json").write_text(json.dumps({**asdict(model.config), "dimension": model.dim}, indent=2) + "\n")
+    _ship_code(out_dir)
+    head = model.type_head
+    save_file({"weight": head.weight.detach().float().cpu().contiguous(),
+               "bias": head.bias.detach().float().cpu().contiguous()}, out_dir / TYPE_HEAD)
+    config = {**asdict(model.config), "dimension": model.dim, "type_labels": list(LABELS)}
+    (out_dir / CONFIG).write_text(json.dumps(config, indent=2) + "\n")
+
+
+def _ship_code(out_dir: Path) -> None:
+    """Copy our module files into `out_dir` and name them by file there, as remote code is named."""
+    source = Path(__file__).parent
+    for name in SHIPPED:
+        shutil.copyfile(source / name, out_dir / name)
+    installed = {f"pearl.model.{ref}": ref for ref in SHIPPED_REFS}  # what SentenceTransformer.save wrote
+    modules_file = out_dir / "modules.json"
+    modules = json.loads(modules_file.read_text())
+    for module in modules:
+        module["type"] = installed.get(module["type"], module["type"])
+    modules_file.write_text(json.dumps(modules, indent=2))
 
 
 def backbone_max_seq_length(model: PhraseModel) -> int:
@@ -55,17 +90,44 @@ def backbone_max_seq_length(model: PhraseModel) -> int:
     return int(min(model.tokenizer.model_max_length, positions, 512))
 
 
+def check_export(path: str | Path) -> None:
+    """PearlError naming the file unless `path` is a PEARL export: pearl_model.json parses, and
+    modules.json lists our PhraseTransformer first and otherwise only our modules or
+    sentence-transformers' own."""
+    root = Path(path)
+    for name in ("modules.json", CONFIG):
+        if not (root / name).is_file():
+            raise PearlError(f"{root}: not a PEARL export (no {name}); run `dvc repro average`")
+    modules = _read_json(root / "modules.json")
+    if not isinstance(_read_json(root / CONFIG), dict):
+        raise PearlError(f"{root / CONFIG}: not a PEARL export (not a JSON object); run `dvc repro average`")
+    types = [str(m.get("type")) if isinstance(m, dict) else "" for m in modules] if isinstance(modules, list) else []
+    if not types or OUR_REFS.get(types[0]) != "PhraseTransformer":
+        raise PearlError(f"{root / 'modules.json'}: not a PEARL export (its first module is not PEARL's PhraseTransformer)")
+    for ref in types:
+        if ref not in OUR_REFS and not ref.startswith("sentence_transformers."):
+            raise PearlError(f"{root / 'modules.json'}: not a PEARL export (module type {ref!r} is neither PEARL's "
+                             "nor sentence-transformers'); load it with sentence-transformers if you trust its code")
+
+
+def _read_json(file: Path):
+    try:
+        return json.loads(file.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, ValueError) as error:
+        raise PearlError(f"{file}: not a PEARL export (invalid JSON: {error}); run `dvc repro average`") from None
+
+
 def is_pearl_export(path: str | Path) -> bool:
-    modules = Path(path) / "modules.json"
-    return modules.is_file() and "pearl.model.st_modules" in modules.read_text()
+    try:
+        check_export(path)
+    except PearlError:
+        return False
+    return True
 
 
 def load(path: str | Path, device: str | None = None):
     """The exported model as a SentenceTransformer: `pearl.load(path).encode(texts)`."""
-    from sentence_transformers import SentenceTransformer
+    check_export(path)
+    from pearl.model.st_loader import PearlSentenceTransformer
 
-    if not is_pearl_export(path):
-        raise PearlError(f"{path}: not a PEARL export (no modules.json naming pearl's modules); run `dvc repro average`")
-    # Our module classes sit outside sentence_transformers.*, which v6 only imports when trusted;
-    # they are this installed package's code, nothing is fetched.
-    return SentenceTransformer(str(path), device=device, trust_remote_code=True)
+    return PearlSentenceTransformer(str(path), device=device)

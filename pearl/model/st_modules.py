@@ -2,9 +2,12 @@
 
 modules.json of an export: 0 `PhraseTransformer` (the averaged backbone, saved in the root like
 sentence-transformers' Transformer), 1 `Pooling` (mean), 2 `CharFeatures` (the character
-encoder, appends its vector), 3 `Normalize`. These classes live outside the
-`sentence_transformers` namespace, so loading needs `trust_remote_code=True` (what
-`pearl.load` passes); the code they run is this installed package, nothing is downloaded.
+encoder, appends its vector), 3 `Normalize`.
+
+The export ships this file and char_encoder.py in its root as Hugging Face remote code, so a
+user with only sentence-transformers loads it with `trust_remote_code=True`. That is why the
+two files import each other relatively and nothing beyond torch, sentence-transformers and the
+standard library; `pearl.load` maps the same refs to this installed copy and runs no shipped code.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from typing import Any
 import torch
 from sentence_transformers.base.modules import Module, Transformer
 
-from pearl.model.char_encoder import CharEncoder, char_ids, combine
+from .char_encoder import CharEncoder, char_ids, combine
 
 CHAR_IDS = "pearl_char_ids"
 

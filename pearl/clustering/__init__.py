@@ -1,0 +1,1 @@
+"""`pearl cluster`: group near-duplicate names (dedup) with sklearn clustering over embeddings."""

@@ -1,0 +1,1 @@
+"""`pearl index`: a persistent faiss index of names embedded by any encoder."""

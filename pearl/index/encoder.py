@@ -1,0 +1,93 @@
+"""The encoders the product verbs accept: any embedding model, or the `string` baseline.
+
+An embedding model is a PEARL export, a sentence-transformers directory or a Hugging Face id
+(resolved offline where pearl ships a copy). `string` is the benchmark's String Distance
+baseline: Jaccard similarity of character 3-gram sets, which has no vectors, so it is searched
+exhaustively (see pearl.index.trigrams).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from pearl.embedder import Embedder
+from pearl.errors import PearlError
+from pearl.log import get_logger
+
+log = get_logger("encoder")
+
+STRING = "string"
+_NO_LIMIT = 1 << 30  # the model's own max_seq_length applies
+
+
+@dataclass(frozen=True)
+class ModelCard:
+    """What an index records of its encoder, and what a query must match."""
+
+    id: str
+    kind: str  # "embedding" or "string"
+    sha256: str  # of the weights: the same id can point at a retrained model
+    dimension: int
+    prefix: str
+    max_tokens: int | None
+
+
+class EmbeddingEncoder:
+    kind = "embedding"
+
+    def __init__(self, model: str, prefix: str = "", batch_size: int = 128, device: str | None = None):
+        self.embedder = Embedder(model, prefix, batch_size, _NO_LIMIT, device)
+        st = self.embedder.model
+        # a local folder by its absolute path, so the index can be queried from anywhere
+        model_id = str(Path(model).resolve()) if Path(model).is_dir() else model
+        self.card = ModelCard(model_id, self.kind, _weights_sha256(st), st.get_embedding_dimension(), prefix,
+                              st.max_seq_length)
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        """L2-normalised float32 rows; inner product is cosine."""
+        return self.embedder.embed(texts)
+
+    def truncated(self, texts: list[str]) -> int:
+        """How many texts are longer than the model reads (it truncates them)."""
+        limit = self.card.max_tokens
+        long = [t for t in texts if len(t) > limit - 2]  # a token covers at least one character
+        if not long:
+            return 0
+        tokenizer = self.embedder.model.tokenizer
+        return sum(len(ids) > limit for ids in tokenizer(long, add_special_tokens=True)["input_ids"])
+
+
+class StringEncoder:
+    kind = STRING
+    card = ModelCard(STRING, STRING, "jaccard-char-3gram", 0, "", None)
+
+    def truncated(self, texts: list[str]) -> int:
+        return 0
+
+
+Encoder = EmbeddingEncoder | StringEncoder
+
+
+def load_encoder(model: str, prefix: str = "", batch_size: int = 128, device: str | None = None) -> Encoder:
+    if not model:
+        raise PearlError("--model is empty: give a PEARL export, a sentence-transformers id or directory, or `string`")
+    if model == STRING:
+        return StringEncoder()
+    encoder = EmbeddingEncoder(model, prefix, batch_size, device)
+    log.info("encoder %s: %d dimensions, reads %d tokens, weights %s…", model, encoder.card.dimension,
+             encoder.card.max_tokens, encoder.card.sha256[:12])
+    return encoder
+
+
+def _weights_sha256(st) -> str:
+    import torch
+
+    digest = hashlib.sha256()
+    for name, tensor in sorted(st.state_dict().items()):
+        digest.update(name.encode())
+        digest.update(tensor.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes())
+    return digest.hexdigest()

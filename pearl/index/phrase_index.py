@@ -1,0 +1,296 @@
+"""A persistent, searchable set of names embedded by one encoder.
+
+Folder layout (written into a staging folder and swapped in whole, so a crash leaves the old
+index or none, never half of one):
+- `rows.parquet`: `id`, `name` and, for embedding models, `vector` (Array(Float32, dimension));
+- `index.faiss`: inner product over the L2-normalised vectors (cosine), exact below
+  `exact_below` names, HNSW above; none for `string`, which is searched exhaustively;
+- `manifest.json`: format and pearl version, the encoder (id, weights sha256, dimension,
+  prefix), the count and the index kind with its params.
+
+Results are ordered by score, then by row (the order names were added): equal scores never
+depend on the search structure. `add` embeds only the new names.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from dataclasses import asdict, dataclass
+from importlib import metadata
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from pearl.errors import PearlError
+from pearl.index import trigrams
+from pearl.index.encoder import STRING, Encoder, ModelCard, load_encoder
+from pearl.log import get_logger
+from pearl.tables import as_polars, require_column, text_column
+
+log = get_logger("index")
+
+FORMAT = "pearl-index"
+FORMAT_VERSION = 1
+MANIFEST = "manifest.json"
+ROWS = "rows.parquet"
+FAISS = "index.faiss"
+# Scores closer than this are one tie (float32 cosine noise is ~1e-7).
+TIE_DECIMALS = 6
+
+
+@dataclass(frozen=True)
+class IndexSettings:
+    """Exact search up to `exact_below` names; above, HNSW with these params (measured in
+    benchmarks/index_scale.py: recall@10 against exact search)."""
+
+    exact_below: int = 100_000
+    hnsw_m: int = 32
+    hnsw_ef_construction: int = 80
+    hnsw_ef_search: int = 128
+
+
+def pearl_version() -> str:
+    return metadata.version("pearl")
+
+
+class Index:
+    def __init__(self, encoder: Encoder, ids: list[str], names: list[str], vectors: np.ndarray | None,
+                 settings: IndexSettings, faiss_index=None, stats: dict | None = None):
+        self.encoder = encoder
+        self.ids = ids
+        self.names = names
+        self.vectors = vectors
+        self.settings = settings
+        self._faiss = faiss_index
+        self.stats = stats or {"rows_read": 0, "blank_skipped": 0, "truncated": 0}
+
+    # ---- building -------------------------------------------------------------------------
+
+    @classmethod
+    def build(cls, names: list[str], ids: list[str] | None = None, model: str = "models/pearl", *,
+              encoder: Encoder | None = None, settings: IndexSettings = IndexSettings(),
+              dedupe: bool = False, prefix: str = "", batch_size: int = 128, device: str | None = None) -> Index:
+        """Embed `names` (with `ids`, default their positions) into a new index.
+
+        Duplicate names fail unless `dedupe` keeps each name's first row; duplicate ids always fail."""
+        encoder = encoder or load_encoder(model, prefix, batch_size, device)
+        index = cls(encoder, [], [], None, settings)
+        index.add(names, ids, dedupe=dedupe)
+        return index
+
+    @classmethod
+    def from_table(cls, table, column: str, id_column: str | None = None, model: str = "models/pearl", *,
+                   encoder: Encoder | None = None, settings: IndexSettings = IndexSettings(), dedupe: bool = False,
+                   prefix: str = "", batch_size: int = 128, device: str | None = None) -> Index:
+        """An index of a polars or pandas DataFrame's `column`; null or blank names are skipped and counted."""
+        index = cls(encoder or load_encoder(model, prefix, batch_size, device), [], [], None, settings)
+        index.add_table(table, column, id_column, dedupe=dedupe)
+        return index
+
+    def add_table(self, table, column: str, id_column: str | None = None, *, dedupe: bool = False) -> int:
+        df = as_polars(table)
+        cells = text_column(df, column, "the names table")
+        # without an id column, a name's id is its row: its table row, counted on across `add`s
+        ids = [str(self.stats["rows_read"] + row) for row in cells.rows]
+        if id_column is not None:
+            require_column(df, id_column, "the names table")
+            values = df.get_column(id_column).cast(pl.String, strict=False).to_list()
+            ids = [values[row] for row in cells.rows]
+            if None in ids:
+                row = cells.rows[ids.index(None)]
+                raise PearlError(f"row {row} has a name but no {id_column!r}: give every named row an id")
+        added = self.add(cells.texts, ids, dedupe=dedupe)
+        self.stats["blank_skipped"] += cells.blank
+        self.stats["rows_read"] += len(df)
+        if cells.blank:
+            log.info("skipped %d null or blank names", cells.blank)
+        return added
+
+    def add(self, names: list[str], ids: list[str] | None = None, *, dedupe: bool = False) -> int:
+        """Append rows; only the new names are embedded. Returns how many were added."""
+        if not names:
+            raise PearlError("no names to index: every cell is empty")
+        given_ids = ids is not None
+        if not given_ids:
+            ids = [str(self.stats["rows_read"] + i) for i in range(len(names))]
+        if len(ids) != len(names):
+            raise PearlError(f"{len(names)} names but {len(ids)} ids")
+        names, ids = self._checked_rows(list(names), [str(i) for i in ids], dedupe)
+        if not given_ids:
+            self.stats["rows_read"] += len(ids)
+        if not names:  # every one already indexed, and dedupe asked to skip them
+            return 0
+        truncated = self.encoder.truncated(names)
+        if truncated:
+            log.info("%d names are longer than the model reads; it embeds their first %s tokens", truncated,
+                     self.encoder.card.max_tokens)
+        self.stats["truncated"] += truncated
+        if self.encoder.kind != STRING:
+            new = self.encoder.encode(names)
+            self.vectors = new if self.vectors is None else np.vstack([self.vectors, new])
+        self.ids += ids
+        self.names += names
+        self._update_faiss(len(names))
+        return len(names)
+
+    def _checked_rows(self, names: list[str], ids: list[str], dedupe: bool) -> tuple[list[str], list[str]]:
+        first_id = dict(zip(self.names, self.ids))
+        kept_names, kept_ids = [], []
+        for name, row_id in zip(names, ids):
+            if name in first_id:
+                if dedupe:
+                    continue
+                raise PearlError(f"name {name!r} appears twice (ids {first_id[name]!r} and {row_id!r}): "
+                                 "deduplicate the names or pass --dedupe to keep each name's first row")
+            first_id[name] = row_id
+            kept_names.append(name)
+            kept_ids.append(row_id)
+        duplicated = _first_duplicate(self.ids + kept_ids)
+        if duplicated is not None:
+            raise PearlError(f"id {duplicated!r} appears twice: ids must be unique in an index")
+        return kept_names, kept_ids
+
+    def _update_faiss(self, added: int) -> None:
+        if self.encoder.kind == STRING:
+            return
+        import faiss
+
+        exact = len(self.names) < self.settings.exact_below
+        if self._faiss is None or (not exact and isinstance(self._faiss, faiss.IndexFlatIP)):
+            # a new index, or an exact one that grew past the cut: (re)build from the stored vectors
+            self._faiss = self._new_faiss(exact)
+            self._faiss.add(np.ascontiguousarray(self.vectors))
+        else:
+            self._faiss.add(np.ascontiguousarray(self.vectors[-added:]))
+
+    def _new_faiss(self, exact: bool):
+        import faiss
+
+        dimension = self.vectors.shape[1]
+        if exact:
+            return faiss.IndexFlatIP(dimension)
+        index = faiss.IndexHNSWFlat(dimension, self.settings.hnsw_m, faiss.METRIC_INNER_PRODUCT)
+        index.hnsw.efConstruction = self.settings.hnsw_ef_construction
+        index.hnsw.efSearch = self.settings.hnsw_ef_search
+        return index
+
+    # ---- searching ------------------------------------------------------------------------
+
+    @property
+    def kind(self) -> str:
+        if self.encoder.kind == STRING:
+            return "exhaustive-jaccard"
+        import faiss
+
+        return "exact-ip" if isinstance(self._faiss, faiss.IndexFlatIP) else "hnsw-ip"
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def search(self, queries: list[str], k: int) -> tuple[np.ndarray, np.ndarray]:
+        """(scores, rows), each (len(queries), min(k, len(self))), best first; ties by row."""
+        if k < 1:
+            raise PearlError(f"--k {k}: ask for at least 1 neighbour")
+        k = min(k, len(self))
+        if not queries:
+            return np.zeros((0, k), np.float32), np.zeros((0, k), np.int64)
+        if self.encoder.kind == STRING:
+            return trigrams.top_k(queries, self.names, k)
+        # a few more than k, so that ties at the k-th place can be ordered by row
+        wide = min(len(self), k + 8)
+        scores, rows = self._faiss.search(np.ascontiguousarray(self.encoder.encode(queries)), wide)
+        key = np.where(rows < 0, np.inf, -np.round(scores, TIE_DECIMALS))
+        order = np.lexsort((np.where(rows < 0, len(self), rows), key), axis=1)[:, :k]
+        return np.take_along_axis(scores, order, axis=1), np.take_along_axis(rows, order, axis=1)
+
+    # ---- persistence ----------------------------------------------------------------------
+
+    def manifest(self) -> dict:
+        return {
+            "format": FORMAT, "format_version": FORMAT_VERSION, "pearl_version": pearl_version(),
+            "model": asdict(self.encoder.card), "count": len(self), "dimension": self.encoder.card.dimension,
+            "index": {"kind": self.kind, **asdict(self.settings)},
+            **self.stats,
+        }
+
+    def save(self, path: str | Path) -> None:
+        import faiss
+
+        path = Path(path)
+        if not path.parent.is_dir():
+            raise PearlError(f"--out {path}: folder {path.parent} does not exist; create it first")
+        with tempfile.TemporaryDirectory(dir=path.parent, prefix=f".{path.name}.") as scratch:
+            staged = Path(scratch) / "index"
+            staged.mkdir()
+            columns = {"id": self.ids, "name": self.names}
+            schema = {"id": pl.String, "name": pl.String}
+            if self.vectors is not None:
+                columns["vector"] = self.vectors
+                schema["vector"] = pl.Array(pl.Float32, self.vectors.shape[1])
+            pl.DataFrame(columns, schema=schema).write_parquet(staged / ROWS, compression="zstd")
+            if self._faiss is not None:
+                faiss.write_index(self._faiss, str(staged / FAISS))
+            (staged / MANIFEST).write_text(json.dumps(self.manifest(), indent=2, ensure_ascii=False) + "\n")
+            if path.exists():
+                if not (path / MANIFEST).is_file():
+                    raise PearlError(f"{path} exists and is not a pearl index: choose another --out")
+                shutil.rmtree(path)
+            staged.rename(path)
+        log.info("index of %d names (%s) → %s", len(self), self.kind, path)
+
+    @classmethod
+    def load(cls, path: str | Path, model: str | None = None, *, batch_size: int = 128,
+             device: str | None = None) -> Index:
+        """Load an index and its encoder. `model`, when given, must be the one the index was built with."""
+        import faiss
+
+        path = Path(path)
+        manifest = read_manifest(path)
+        card = ModelCard(**manifest["model"])
+        encoder = load_encoder(model or card.id, card.prefix, batch_size, device)
+        if encoder.card.sha256 != card.sha256 or encoder.card.kind != card.kind:
+            raise PearlError(f"index {path} was built with model {card.id!r} (weights {card.sha256[:12]}…), "
+                             f"not {model or card.id!r} (weights {encoder.card.sha256[:12]}…): query it with its own "
+                             "model, or rebuild it with `pearl index build --model …`")
+        try:
+            rows = pl.read_parquet(path / ROWS)
+            faiss_index = faiss.read_index(str(path / FAISS)) if card.kind != STRING else None
+        except Exception as error:
+            raise PearlError(f"index {path} is damaged ({type(error).__name__}): rebuild it with `pearl index build`") from None
+        vectors = None if card.kind == STRING else rows.get_column("vector").to_numpy().astype(np.float32)
+        if len(rows) != manifest["count"] or (faiss_index is not None and faiss_index.ntotal != len(rows)):
+            raise PearlError(f"index {path} is damaged (row counts disagree): rebuild it with `pearl index build`")
+        settings = IndexSettings(**{key: value for key, value in manifest["index"].items() if key != "kind"})
+        if faiss_index is not None and hasattr(faiss_index, "hnsw"):
+            faiss_index.hnsw.efSearch = settings.hnsw_ef_search
+        stats = {key: manifest[key] for key in ("rows_read", "blank_skipped", "truncated")}
+        return cls(encoder, rows["id"].to_list(), rows["name"].to_list(), vectors, settings, faiss_index, stats)
+
+
+def read_manifest(path: Path) -> dict:
+    file = path / MANIFEST
+    if not file.is_file():
+        raise PearlError(f"{path} is not a pearl index (no {MANIFEST}): build one with `pearl index build`")
+    try:
+        manifest = json.loads(file.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise PearlError(f"{file} is not valid JSON: rebuild the index with `pearl index build`") from None
+    if manifest.get("format") != FORMAT or manifest.get("format_version") != FORMAT_VERSION:
+        raise PearlError(f"{path} holds format {manifest.get('format')!r} v{manifest.get('format_version')}, "
+                         f"this pearl reads {FORMAT!r} v{FORMAT_VERSION}: rebuild it with `pearl index build`")
+    if manifest.get("pearl_version") != pearl_version():
+        raise PearlError(f"{path} was built by pearl {manifest.get('pearl_version')}, this is pearl {pearl_version()}: "
+                         "rebuild it with `pearl index build`")
+    return manifest
+
+
+def _first_duplicate(values: list[str]) -> str | None:
+    seen = set()
+    for value in values:
+        if value in seen:
+            return value
+        seen.add(value)
+    return None

@@ -1,0 +1,1 @@
+"""`pearl join`: a fuzzy join of two tables on a name column, by embedding (and string) similarity."""

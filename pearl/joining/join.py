@@ -1,0 +1,147 @@
+"""Fuzzy join: each right row gets its best left row, searched in an index of the left names.
+
+- Candidates: the `candidates` nearest left names of each right name (no all-pairs scoring).
+- Score: cosine, or with `string_weight` w > 0 the hybrid (1 − w) · cosine + w · rapidfuzz's
+  normalised Indel similarity of the lower-cased, punctuation-stripped strings.
+- Cut: `threshold`, or when none is given, a cut calibrated on the left table itself. A
+  reference table holds (almost) no duplicates, so the score of each left name with its
+  nearest *other* left name shows how close two different entities come; the cut is the
+  `calibration_quantile` (0.9) quantile of those scores, as AutoFJ uses the left table as
+  negative evidence. (A mixture model of the best scores would fit the spike of exact matches
+  that real joins have, and cut above every inexact match.) `explain` shows the scores and
+  the cut.
+- Output: the right table's columns, the left table's (a name taken by both gets `_left`),
+  `score` and `matched`. `how="inner"` keeps matched rows only; `how="left"` keeps every
+  right row, with null left columns when unmatched. A left name that occurs in several rows
+  joins to its first row. Null or blank right names stay unmatched.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from pearl.errors import PearlError
+from pearl.index.encoder import Encoder, load_encoder
+from pearl.index.phrase_index import Index
+from pearl.linking.link import check_score
+from pearl.log import get_logger
+from pearl.tables import as_polars, like_input, text_column
+
+log = get_logger("join")
+
+HOW = ("inner", "left")
+ADDED = ("score", "matched")  # the join's own columns
+
+
+@dataclass(frozen=True)
+class JoinScores:
+    """Each right row's best left row and score (-1 / NaN where the right name is blank)."""
+
+    left_row: np.ndarray
+    score: np.ndarray
+    threshold: float
+    threshold_source: str  # "given", or how it was calibrated
+
+
+CALIBRATION_QUANTILE = 0.9
+
+
+def best_matches(left: pl.DataFrame, right: pl.DataFrame, left_on: str, right_on: str, encoder: Encoder,
+                 threshold: float | None = None, string_weight: float = 0.0, candidates: int = 10,
+                 calibration_quantile: float = CALIBRATION_QUANTILE) -> JoinScores:
+    check_score(threshold, "--threshold")
+    if not 0.0 <= string_weight <= 1.0:
+        raise PearlError(f"--string-weight {string_weight}: a weight in [0, 1]")
+    if candidates < 1:
+        raise PearlError(f"--candidates {candidates}: at least 1")
+    if not 0.0 <= calibration_quantile <= 1.0:
+        raise PearlError(f"--calibration-quantile {calibration_quantile}: a quantile in [0, 1]")
+    clash = [c for c in ADDED if c in right.columns]
+    if clash:  # checked before any encoding: the right table's column would be overwritten
+        raise PearlError(f"the right table has a column {clash[0]!r}, which the join adds: rename it")
+    left_cells = text_column(left, left_on, "the left table")
+    right_cells = text_column(right, right_on, "the right table")
+    for cells, column, side in ((left_cells, left_on, "left"), (right_cells, right_on, "right")):
+        if not cells.texts:
+            raise PearlError(f"the {side} table's column {column!r} has no names: every cell is null or blank")
+    index = Index.build(left_cells.texts, [str(r) for r in left_cells.rows], encoder=encoder, dedupe=True)
+    scores, rows = index.search(right_cells.texts, candidates if string_weight > 0 else 1)
+    if string_weight > 0:
+        scores = _hybrid(scores, rows, right_cells.texts, index.names, string_weight)
+    best = np.argmax(scores, axis=1)  # the first of equal scores: the nearer candidate
+    left_row = np.full(len(right), -1, dtype=np.int64)
+    score = np.full(len(right), np.nan, dtype=np.float32)
+    found = np.take_along_axis(rows, best[:, None], axis=1).ravel()
+    left_row[right_cells.rows] = [int(index.ids[r]) if r >= 0 else -1 for r in found]  # HNSW may find fewer
+    score[right_cells.rows] = np.take_along_axis(scores, best[:, None], axis=1).ravel()
+    if threshold is not None:
+        return JoinScores(left_row, score, threshold, "given")
+    return JoinScores(left_row, score, left_neighbour_cut(index, string_weight, calibration_quantile),
+                      f"the {calibration_quantile} quantile of the left names' scores with their nearest other left name")
+
+
+def _hybrid(scores: np.ndarray, rows: np.ndarray, queries: list[str], names: list[str], weight: float) -> np.ndarray:
+    from rapidfuzz import fuzz, process, utils
+
+    pairs_left = [queries[i] for i in range(len(queries)) for _ in range(rows.shape[1])]
+    pairs_right = [names[r] if r >= 0 else "" for r in rows.ravel()]
+    string = process.cpdist(pairs_left, pairs_right, scorer=fuzz.ratio, processor=utils.default_process,
+                            workers=-1).reshape(rows.shape) / 100.0
+    return ((1 - weight) * scores + weight * string).astype(np.float32)
+
+
+def left_neighbour_cut(index: Index, string_weight: float, quantile: float) -> float:
+    """The `quantile` of each left name's score with its nearest other left name (same scoring)."""
+    if len(index) < 2:
+        raise PearlError("one left name leaves nothing to calibrate a cut on: give --threshold")
+    scores, rows = index.search(index.names, 2)
+    if string_weight > 0:
+        scores = _hybrid(scores, rows, index.names, index.names, string_weight)
+    other = np.where(rows[:, 0] == np.arange(len(index)), scores[:, 1], scores[:, 0])  # skip the name itself
+    return float(np.quantile(other, quantile))
+
+
+def join(left, right, left_on: str, right_on: str, model: str = "models/pearl", how: str = "inner",
+         threshold: float | None = None, string_weight: float = 0.0, candidates: int = 10,
+         calibration_quantile: float = CALIBRATION_QUANTILE, *, encoder: Encoder | None = None):
+    """Join polars or pandas DataFrames; returns the right rows with their best left rows."""
+    if how not in HOW:
+        raise PearlError(f"--how {how!r}: inner or left")
+    left_pl, right_pl = as_polars(left), as_polars(right)
+    matches = best_matches(left_pl, right_pl, left_on, right_on, encoder or load_encoder(model), threshold,
+                           string_weight, candidates, calibration_quantile)
+    return like_input(assemble(left_pl, right_pl, matches, how), right)
+
+
+def assemble(left: pl.DataFrame, right: pl.DataFrame, matches: JoinScores, how: str) -> pl.DataFrame:
+    matched = (matches.left_row >= 0) & (matches.score >= matches.threshold)
+    taken = left[np.where(matched, matches.left_row, 0)]
+    taken = taken.rename({c: f"{c}_left" for c in taken.columns if c in right.columns or c in ADDED})
+    result = pl.concat([right, taken], how="horizontal").with_columns(
+        pl.Series("score", matches.score, dtype=pl.Float32).fill_nan(None), pl.Series("matched", matched))
+    result = result.with_columns([pl.when(pl.col("matched")).then(pl.col(c)).otherwise(None).alias(c)
+                                  for c in taken.columns])
+    if how == "inner":
+        result = result.filter(pl.col("matched"))
+    log.info("joined %d of %d right rows at cut %.3f (%s)", int(matched.sum()), len(right), matches.threshold,
+             matches.threshold_source)
+    return result
+
+
+def explain(matches: JoinScores, bins: int = 20) -> str:
+    """The best scores' histogram, with the cut and how many rows fall on each side."""
+    scores = matches.score[~np.isnan(matches.score)]
+    counts, edges = np.histogram(scores, bins=bins)
+    width = max(counts.max(), 1)
+    lines = [f"best score per right row: n={len(scores)}, min {scores.min():.3f}, median {np.median(scores):.3f}, "
+             f"max {scores.max():.3f}"]
+    for count, low, high in zip(counts, edges[:-1], edges[1:]):
+        mark = "  ← cut" if low <= matches.threshold < high else ""
+        lines.append(f"  [{low:6.3f}, {high:6.3f})  {count:6d}  {'█' * int(40 * count / width)}{mark}")
+    above = int((scores >= matches.threshold).sum())
+    lines.append(f"cut {matches.threshold:.3f} ({matches.threshold_source}): "
+                 f"{above} rows matched, {len(scores) - above} below, {len(matches.score) - len(scores)} blank")
+    return "\n".join(lines)

@@ -1,0 +1,1 @@
+"""Phrase types predicted by an exported PEARL model's type head."""

@@ -1,0 +1,279 @@
+"""pearl.index: search order, persistence, incremental adds, exact → HNSW, the manifest, refusals."""
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+from pearl.errors import PearlError
+from pearl.index.encoder import StringEncoder
+from pearl.index.phrase_index import FAISS, MANIFEST, ROWS, Index, IndexSettings
+
+# Case variants: the same 3-gram set (Jaccard lower-cases) and the same vector under the tiny
+# encoder's lower-casing tokenizer, so every one of them ties with "abc".
+VARIANTS = {0: "ABC", 2: "abc", 4: "Abc", 5: "aBc", 7: "abC"}
+TIED_NAMES = ["ABC", "xyz", "abc", "paris", "Abc", "aBc", "tokyo", "abC"]
+NAMES = ["new york", "paris", "london", "berlin", "tokyo", "rome", "madrid", "lisbon", "oslo", "vienna"]
+LONG = "ab " * 33_334  # 100K characters
+
+
+class Counting:
+    """An encoder that records every batch of texts it embeds."""
+
+    def __init__(self, inner):
+        self.inner, self.kind, self.card, self.batches = inner, inner.kind, inner.card, []
+
+    def encode(self, texts):
+        self.batches.append(list(texts))
+        return self.inner.encode(texts)
+
+    def truncated(self, texts):
+        return self.inner.truncated(texts)
+
+
+def _listing(folder: Path) -> list[str]:
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
+
+
+@pytest.fixture(params=["string", "tiny-exact", "tiny-hnsw"])
+def encoder_and_settings(request, tiny_text_encoder):
+    if request.param == "string":
+        return StringEncoder(), IndexSettings()
+    return tiny_text_encoder, IndexSettings(exact_below=0 if request.param == "tiny-hnsw" else 100_000)
+
+
+def test_ties_are_ordered_by_row_whatever_the_search_structure(encoder_and_settings):
+    encoder, settings = encoder_and_settings
+    index = Index.build(TIED_NAMES, encoder=encoder, settings=settings)
+    want = "exhaustive-jaccard" if encoder.kind == "string" else "hnsw-ip" if settings.exact_below == 0 else "exact-ip"
+    assert index.kind == want
+    scores, rows = index.search(["abc", "aBC"], 5)
+    assert rows.tolist() == [list(VARIANTS)] * 2
+    assert np.allclose(scores, 1.0, atol=1e-5)
+    scores, rows = index.search(["abc"], 3)  # ties cut at the k-th place: the first rows win
+    assert rows.tolist() == [[0, 2, 4]]
+
+
+def test_string_index_ranks_the_obvious_name_first():
+    index = Index.build(NAMES, [n.upper() for n in NAMES], encoder=StringEncoder())
+    scores, rows = index.search(["New York City", "pariss", "Lisboa", "qqqq"], 2)
+    assert [index.ids[r] for r in rows[:3, 0]] == ["NEW YORK", "PARIS", "LISBON"]
+    assert np.all(scores[:3, 0] > scores[:3, 1])
+    assert scores[3].max() == 0.0  # nothing in common
+    # the benchmark's String Distance: Jaccard of padded, lower-cased 3-gram sets
+    grams = lambda s: {f" {s.lower()} "[i:i + 3] for i in range(len(s))}  # noqa: E731
+    want = len(grams("pariss") & grams("paris")) / len(grams("pariss") | grams("paris"))
+    assert scores[1, 0] == pytest.approx(want)
+
+
+def test_k_larger_than_the_index_returns_every_name_and_k_0_fails(encoder_and_settings):
+    encoder, settings = encoder_and_settings
+    index = Index.build(NAMES[:4], encoder=encoder, settings=settings)
+    scores, rows = index.search(["paris", "rome"], 50)
+    assert scores.shape == rows.shape == (2, 4)
+    assert sorted(rows[0].tolist()) == [0, 1, 2, 3]
+    assert np.all(np.diff(scores, axis=1) <= 1e-6)  # best first
+    assert index.search([], 3)[1].shape == (0, 3)
+    with pytest.raises(PearlError, match="--k 0"):
+        index.search(["paris"], 0)
+
+
+def test_save_and_load_give_identical_search_results(encoder_and_settings, tmp_path):
+    encoder, settings = encoder_and_settings
+    index = Index.build([*NAMES, *VARIANTS.values()], encoder=encoder, settings=settings)
+    index.save(tmp_path / "idx")
+    assert {p.name for p in (tmp_path / "idx").iterdir()} == (
+        {ROWS, MANIFEST} if encoder.kind == "string" else {ROWS, MANIFEST, FAISS})
+    loaded = Index.load(tmp_path / "idx")
+    assert (loaded.ids, loaded.names, loaded.kind, loaded.stats) == (index.ids, index.names, index.kind, index.stats)
+    if encoder.kind != "string":
+        assert np.array_equal(loaded.vectors, index.vectors)
+    queries = ["abc", "new yorke", "Tokio", "x"]
+    for got, want in zip(loaded.search(queries, 6), index.search(queries, 6)):
+        assert np.array_equal(got, want)
+    assert _listing(tmp_path) == sorted(["idx", *(f"idx/{p.name}" for p in (tmp_path / "idx").iterdir())])
+
+
+def test_manifest_records_the_encoder_the_count_and_what_was_skipped(tiny_encoder, tiny_text_encoder,
+                                                                     other_tiny_encoder, tmp_path):
+    from pearl.index.encoder import load_encoder
+    from pearl.index.phrase_index import pearl_version
+
+    table = pl.DataFrame({"name": ["paris", None, "  ", LONG, "rome", ""]})
+    index = Index.from_table(table, "name", encoder=tiny_text_encoder)
+    index.save(tmp_path / "idx")
+    manifest = json.loads((tmp_path / "idx" / MANIFEST).read_text())
+    assert manifest["format"] == "pearl-index" and manifest["pearl_version"] == pearl_version()
+    assert manifest["model"]["id"] == str(Path(tiny_encoder).resolve())
+    assert manifest["model"]["kind"] == "embedding"
+    assert re.fullmatch("[0-9a-f]{64}", manifest["model"]["sha256"])
+    assert manifest["model"]["sha256"] != load_encoder(str(other_tiny_encoder)).card.sha256
+    assert manifest["dimension"] == manifest["model"]["dimension"] == 32
+    assert manifest["model"]["max_tokens"] == 64
+    assert (manifest["count"], manifest["blank_skipped"], manifest["truncated"], manifest["rows_read"]) == (3, 3, 1, 6)
+    assert manifest["index"]["kind"] == "exact-ip" and manifest["index"]["exact_below"] == 100_000
+    assert index.ids == ["0", "3", "4"]  # table rows: blank rows keep their place in the numbering
+    assert pl.read_parquet(tmp_path / "idx" / ROWS)["name"].to_list() == ["paris", LONG, "rome"]
+
+    string = Index.from_table(table, "name", encoder=StringEncoder())
+    string.save(tmp_path / "string")
+    manifest = json.loads((tmp_path / "string" / MANIFEST).read_text())
+    assert manifest["model"]["id"] == "string" and manifest["dimension"] == 0
+    assert (manifest["count"], manifest["blank_skipped"], manifest["truncated"]) == (3, 3, 0)
+    assert manifest["index"]["kind"] == "exhaustive-jaccard"
+    assert string.search([LONG], 1)[1].tolist() == [[1]]
+
+
+def test_add_embeds_only_the_new_names(tiny_text_encoder):
+    counting = Counting(tiny_text_encoder)
+    index = Index.from_table(pl.DataFrame({"name": NAMES[:3]}), "name", encoder=counting)
+    assert counting.batches == [NAMES[:3]]
+    added = index.add_table(pl.DataFrame({"name": [NAMES[3], None, NAMES[4]]}), "name")
+    assert added == 2 and counting.batches == [NAMES[:3], [NAMES[3], NAMES[4]]]
+    assert index.ids == ["0", "1", "2", "3", "5"]  # rows counted on across tables, the blank one included
+    assert index.stats == {"rows_read": 6, "blank_skipped": 1, "truncated": 0}
+    fresh = Index.build(NAMES[:3] + [NAMES[3], NAMES[4]], encoder=tiny_text_encoder)
+    assert np.allclose(index.vectors, fresh.vectors, atol=1e-6)
+    for got, want in zip(index.search(NAMES, 5), fresh.search(NAMES, 5)):
+        assert np.allclose(got, want, atol=1e-6)
+
+
+def test_cli_index_add_embeds_only_the_new_names(tiny_encoder, tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from pearl.cli import app
+    from pearl.index.encoder import EmbeddingEncoder
+
+    batches = []
+    original = EmbeddingEncoder.encode
+    monkeypatch.setattr(EmbeddingEncoder, "encode", lambda self, texts: batches.append(list(texts)) or original(self, texts))
+    pl.DataFrame({"name": NAMES[:4]}).write_csv(tmp_path / "a.csv")
+    pl.DataFrame({"name": NAMES[4:6]}).write_parquet(tmp_path / "b.parquet")
+    runner = CliRunner()
+    result = runner.invoke(app, ["index", "build", "--input", str(tmp_path / "a.csv"), "--column", "name",
+                                 "--out", str(tmp_path / "idx"), "--model", str(tiny_encoder)])
+    assert result.exit_code == 0, result.output
+    result = runner.invoke(app, ["index", "add", "--index", str(tmp_path / "idx"),
+                                 "--input", str(tmp_path / "b.parquet"), "--column", "name"])
+    assert result.exit_code == 0, result.output
+    assert "+2 names → 6" in result.stdout
+    assert batches == [NAMES[:4], NAMES[4:6]]
+    loaded = Index.load(tmp_path / "idx")
+    assert loaded.names == NAMES[:6] and loaded.ids == ["0", "1", "2", "3", "4", "5"]
+    assert json.loads((tmp_path / "idx" / MANIFEST).read_text())["count"] == 6
+    assert _listing(tmp_path) == ["a.csv", "b.parquet", "idx", f"idx/{FAISS}", f"idx/{MANIFEST}", f"idx/{ROWS}"]
+
+
+def test_exact_becomes_hnsw_at_exact_below_and_finds_what_exact_finds(tiny_text_encoder, tmp_path):
+    names = [f"{city} {i}" for i, city in enumerate(NAMES * 3)]
+    queries = ["paris", "new york 3", "tokio", "rome 25", "oslo"]
+    exact = Index.build(names, encoder=tiny_text_encoder)
+    assert exact.kind == "exact-ip"
+
+    settings = IndexSettings(exact_below=len(names) - 5)
+    index = Index.build(names[:-7], encoder=tiny_text_encoder, settings=settings)
+    assert index.kind == "exact-ip"
+    index.add(names[-7:-6], [str(len(names) - 7)])  # count == exact_below - 1: still exact
+    assert len(index) == settings.exact_below - 1
+    assert index.kind == "exact-ip"
+    index.save(tmp_path / "idx")
+    loaded = Index.load(tmp_path / "idx")
+    loaded.add(names[-6:], [str(i) for i in range(len(names) - 6, len(names))])  # passes the cut
+    assert loaded.kind == "hnsw-ip"
+    loaded.save(tmp_path / "idx")
+    assert json.loads((tmp_path / "idx" / MANIFEST).read_text())["index"]["kind"] == "hnsw-ip"
+    hnsw = Index.load(tmp_path / "idx")
+    assert hnsw.kind == "hnsw-ip" and hnsw._faiss.hnsw.efSearch == settings.hnsw_ef_search
+    for got, want in zip(hnsw.search(queries, 7), exact.search(queries, 7)):
+        assert np.allclose(got, want, atol=1e-6)
+    # at exactly exact_below names a new index is HNSW
+    assert Index.build(names[:4], encoder=tiny_text_encoder, settings=IndexSettings(exact_below=4)).kind == "hnsw-ip"
+
+
+def test_duplicate_names_fail_naming_the_name_and_dedupe_keeps_the_first(tiny_text_encoder):
+    names, ids = ["paris", "rome", "paris", "oslo"], ["p1", "r", "p2", "o"]
+    for encoder in (StringEncoder(), tiny_text_encoder):
+        with pytest.raises(PearlError, match=r"name 'paris' appears twice \(ids 'p1' and 'p2'\).*--dedupe"):
+            Index.build(names, ids, encoder=encoder)
+        index = Index.build(names, ids, encoder=encoder, dedupe=True)
+        assert (index.names, index.ids) == (["paris", "rome", "oslo"], ["p1", "r", "o"])
+        with pytest.raises(PearlError, match="name 'rome' appears twice"):  # against the names already there
+            index.add(["rome"], ["r2"])
+        assert index.add(["rome", "lima"], ["r2", "l"], dedupe=True) == 1 and index.ids[-1] == "l"
+        with pytest.raises(PearlError, match="id 'r' appears twice"):
+            index.add(["vienna"], ["r"])
+        assert len(index) == 4  # failed adds change nothing
+    with pytest.raises(PearlError, match="id 'x' appears twice"):
+        Index.build(["a b", "c d"], ["x", "x"], encoder=StringEncoder(), dedupe=True)
+    with pytest.raises(PearlError, match=r"row 1 has a name but no 'id'"):
+        Index.from_table(pl.DataFrame({"name": ["a", "b"], "id": ["1", None]}), "name", "id", encoder=StringEncoder())
+    with pytest.raises(PearlError, match=r"has no column 'nom'; its columns are: name, id"):
+        Index.from_table(pl.DataFrame({"name": ["a"], "id": ["1"]}), "nom", encoder=StringEncoder())
+    with pytest.raises(PearlError, match="no names to index"):
+        Index.from_table(pl.DataFrame({"name": [None, " "]}, schema={"name": pl.String}), "name",
+                         encoder=StringEncoder())
+
+
+def test_load_refuses_another_model_and_another_version_or_format(tiny_encoder, other_tiny_encoder, tmp_path):
+    Index.build(NAMES, model=str(tiny_encoder)).save(tmp_path / "idx")
+    Index.build(NAMES, model="string").save(tmp_path / "str")
+    assert Index.load(tmp_path / "idx", str(tiny_encoder)).names == NAMES
+    for path, model in ((tmp_path / "idx", str(other_tiny_encoder)), (tmp_path / "idx", "string"),
+                        (tmp_path / "str", str(tiny_encoder))):
+        with pytest.raises(PearlError, match=r"was built with model .*query it with its own model, or rebuild"):
+            Index.load(path, model)
+
+    manifest = json.loads((tmp_path / "str" / MANIFEST).read_text())
+    for key, value, message in (("pearl_version", "0.0.1", "built by pearl 0.0.1"),
+                                ("format_version", 99, "v99"), ("format", "faiss", "'faiss'")):
+        (tmp_path / "str" / MANIFEST).write_text(json.dumps({**manifest, key: value}))
+        with pytest.raises(PearlError, match=f"{message}.*rebuild it with `pearl index build`") as error:
+            Index.load(tmp_path / "str")
+        assert "\n" not in str(error.value)
+    (tmp_path / "str" / MANIFEST).write_text("{")
+    with pytest.raises(PearlError, match="not valid JSON"):
+        Index.load(tmp_path / "str")
+    with pytest.raises(PearlError, match="not a pearl index"):
+        Index.load(tmp_path / "nothing")
+    (tmp_path / "idx" / FAISS).unlink()
+    with pytest.raises(PearlError, match="damaged"):
+        Index.load(tmp_path / "idx")
+
+
+def test_save_replaces_an_index_whole_or_not_at_all(tiny_text_encoder, tmp_path, monkeypatch):
+    import faiss
+
+    old = Index.build(NAMES[:3], encoder=tiny_text_encoder)
+    old.save(tmp_path / "idx")
+    before = {p.name: p.read_bytes() for p in (tmp_path / "idx").iterdir()}
+
+    def broken_write(index, path):
+        Path(path).write_bytes(b"half an index")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(faiss, "write_index", broken_write)
+    new = Index.build(NAMES, encoder=tiny_text_encoder)
+    with pytest.raises(OSError, match="disk full"):
+        new.save(tmp_path / "idx")
+    assert {p.name: p.read_bytes() for p in (tmp_path / "idx").iterdir()} == before
+    assert [p.name for p in tmp_path.iterdir()] == ["idx"]  # no staging folder left behind
+    monkeypatch.undo()
+
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "notes.txt").write_text("mine")
+    with pytest.raises(PearlError, match="exists and is not a pearl index"):
+        old.save(tmp_path / "other")
+    assert _listing(tmp_path / "other") == ["notes.txt"]
+    with pytest.raises(PearlError, match="does not exist; create it first"):
+        old.save(tmp_path / "missing" / "idx")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["idx", "other"]
+
+
+def test_from_table_takes_pandas_like_polars(tiny_text_encoder):
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame({"name": ["paris", None, "rome"], "code": ["P", "X", "R"]})
+    index = Index.from_table(frame, "name", "code", encoder=StringEncoder())
+    assert (index.names, index.ids, index.stats["blank_skipped"]) == (["paris", "rome"], ["P", "R"], 1)

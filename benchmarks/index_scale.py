@@ -139,7 +139,8 @@ def main() -> None:
             queries.append(q)
     encoder = EmbeddingEncoder(args.model)
     print(f"{len(names)} names ({real} real), {len(queries)} held-out queries, {args.model}, {os.cpu_count()} cores")
-    throughput(encoder, names[: args.throughput_names], args.throughput_rounds)
+    if args.throughput_rounds:
+        throughput(encoder, names[: args.throughput_names], args.throughput_rounds)
 
     cache = args.cache / f"{args.model.replace('/', '__')}-{args.size}-{args.seed}.npy"
     vectors = cached_vectors(encoder, names, cache)

@@ -15,7 +15,6 @@ depend on the search structure. `add` embeds only the new names.
 from __future__ import annotations
 
 import json
-import shutil
 import tempfile
 from dataclasses import asdict, dataclass
 from importlib import metadata
@@ -192,6 +191,13 @@ class Index:
 
     def search(self, queries: list[str], k: int) -> tuple[np.ndarray, np.ndarray]:
         """(scores, rows), each (len(queries), min(k, len(self))), best first; ties by row."""
+        return self._search(queries, k, None)
+
+    def search_own_names(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """`search(self.names, k)` from the stored vectors, without embedding the names again."""
+        return self._search(self.names, k, self.vectors)
+
+    def _search(self, queries: list[str], k: int, vectors: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
         if k < 1:
             raise PearlError(f"--k {k}: ask for at least 1 neighbour")
         k = min(k, len(self))
@@ -201,7 +207,8 @@ class Index:
             return trigrams.top_k(queries, self.names, k)
         # a few more than k, so that ties at the k-th place can be ordered by row
         wide = min(len(self), k + 8)
-        scores, rows = self._faiss.search(np.ascontiguousarray(self.encoder.encode(queries)), wide)
+        vectors = self.encoder.encode(queries) if vectors is None else vectors
+        scores, rows = self._faiss.search(np.ascontiguousarray(vectors), wide)
         key = np.where(rows < 0, np.inf, -np.round(scores, TIE_DECIMALS))
         order = np.lexsort((np.where(rows < 0, len(self), rows), key), axis=1)[:, :k]
         return np.take_along_axis(scores, order, axis=1), np.take_along_axis(rows, order, axis=1)
@@ -237,7 +244,7 @@ class Index:
             if path.exists():
                 if not (path / MANIFEST).is_file():
                     raise PearlError(f"{path} exists and is not a pearl index: choose another --out")
-                shutil.rmtree(path)
+                path.rename(Path(scratch) / "replaced")  # two renames: no window with half an index
             staged.rename(path)
         log.info("index of %d names (%s) → %s", len(self), self.kind, path)
 

@@ -97,7 +97,7 @@ def left_neighbour_cut(index: Index, string_weight: float, quantile: float) -> f
     """The `quantile` of each left name's score with its nearest other left name (same scoring)."""
     if len(index) < 2:
         raise PearlError("one left name leaves nothing to calibrate a cut on: give --threshold")
-    scores, rows = index.search(index.names, 2)
+    scores, rows = index.search_own_names(2)
     if string_weight > 0:
         scores = _hybrid(scores, rows, index.names, index.names, string_weight)
     other = np.where(rows[:, 0] == np.arange(len(index)), scores[:, 1], scores[:, 0])  # skip the name itself
@@ -138,8 +138,9 @@ def explain(matches: JoinScores, bins: int = 20) -> str:
     width = max(counts.max(), 1)
     lines = [f"best score per right row: n={len(scores)}, min {scores.min():.3f}, median {np.median(scores):.3f}, "
              f"max {scores.max():.3f}"]
-    for count, low, high in zip(counts, edges[:-1], edges[1:]):
-        mark = "  ← cut" if low <= matches.threshold < high else ""
+    cut_bin = min(max(int(np.searchsorted(edges, matches.threshold, side="right")) - 1, 0), bins - 1)
+    for i, (count, low, high) in enumerate(zip(counts, edges[:-1], edges[1:])):
+        mark = "  ← cut" if i == cut_bin else ""
         lines.append(f"  [{low:6.3f}, {high:6.3f})  {count:6d}  {'█' * int(40 * count / width)}{mark}")
     above = int((scores >= matches.threshold).sum())
     lines.append(f"cut {matches.threshold:.3f} ({matches.threshold_source}): "

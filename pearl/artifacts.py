@@ -1,4 +1,5 @@
-"""Artifact IO in one place: Parquet and JSON written atomically, with a meta record beside.
+"""Artifact IO in one place: Parquet and JSON written atomically, with a meta record beside, and
+every Parquet artifact checked against its schema when a stage reads it.
 
 A write goes to a hidden temp file in the destination folder and is renamed over the final
 name only once complete, so a crash never leaves a half-written artifact under its real name.
@@ -9,8 +10,10 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -19,21 +22,61 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pearl.errors import PearlError
+from pearl.labels import LABELS, LEX_TYPES
 
 
 @contextlib.contextmanager
 def atomic_path(path: str | Path) -> Iterator[Path]:
     """Yield a temp path beside `path`; rename it to `path` if the block succeeds."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    tmp_path = Path(tmp)
+    tmp_path = None
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        for stale in path.parent.glob(f".{glob_escape(path.name)}.*.tmp"):  # left by a run killed with -9
+            stale.unlink(missing_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        os.close(fd)
+        tmp_path = Path(tmp)
         yield tmp_path
         os.replace(tmp_path, path)
+    except OSError as error:  # disk full, file-size limit, read-only folder
+        raise _unwritable(path, error) from None
     finally:
-        tmp_path.unlink(missing_ok=True)
+        if tmp_path is not None:
+            tmp_path.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def atomic_dir(path: str | Path, replaces: Callable[[Path], bool] = lambda old: True) -> Iterator[Path]:
+    """Yield an empty staging folder beside `path`; swap it in for `path` if the block succeeds.
+
+    Two renames (old aside, new in): no reader ever sees half a folder. `replaces(old)` guards an
+    existing `path` that is not ours to replace."""
+    path = Path(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        for stale in path.parent.glob(f".{glob_escape(path.name)}.*.staging"):  # left by a run killed with -9
+            shutil.rmtree(stale, ignore_errors=True)
+        with tempfile.TemporaryDirectory(dir=path.parent, prefix=f".{path.name}.", suffix=".staging") as scratch:
+            staged = Path(scratch) / path.name
+            staged.mkdir()
+            yield staged
+            if path.exists():
+                if not replaces(path):
+                    raise PearlError(f"{path} exists and was not written by pearl: choose another output")
+                path.rename(Path(scratch) / "replaced")
+            staged.rename(path)
+    except OSError as error:
+        raise _unwritable(path, error) from None
+
+
+def _unwritable(path: Path, error: OSError) -> PearlError:
+    return PearlError(f"{path} could not be written ({error.strerror or error}); free space or make {path.parent} "
+                      "writable, then run again")
+
+
+def glob_escape(name: str) -> str:
+    return "".join(f"[{c}]" if c in "*?[" else c for c in name)
 
 
 def write_parquet(df: pl.DataFrame, path: str | Path) -> None:
@@ -68,24 +111,126 @@ class ParquetStreamWriter:
         return bool(self._context.__exit__(exc_type, exc, tb))
 
 
-def read_parquet(path: str | Path, columns: list[str], producer: str) -> pl.DataFrame:
-    """Read an upstream artifact, or fail in one line naming the stage that makes it."""
+@dataclass(frozen=True)
+class Column:
+    kind: str  # text | int | float | vector
+    nullable: bool = False
+    values: tuple[str, ...] | None = None  # the allowed values of a text column
+    bounds: tuple[float, float] | None = None  # inclusive range of a number column
+
+
+@dataclass(frozen=True)
+class ArtifactSchema:
+    """What a stage may rely on in an upstream Parquet file: types, nulls and a unique key."""
+
+    producer: str  # the DVC stage that writes it
+    columns: dict[str, Column]
+    key: tuple[str, ...] = ()  # no two rows share these columns' values
+    min_rows: int = 0
+    extra: dict[str, Column] = field(default_factory=dict)  # checked only when present
+
+
+SENTENCES_SCHEMA = ArtifactSchema(
+    "corpus", {"doc_id": Column("text"), "sent_id": Column("int", bounds=(0, 2**31 - 1)), "text": Column("text")},
+    key=("doc_id", "sent_id"))
+PHRASES_SCHEMA = ArtifactSchema(
+    "parse", {"phrase": Column("text"), "lex_type": Column("text", values=LEX_TYPES),
+              "freq": Column("int", bounds=(1, float("inf")))},
+    key=("phrase",), min_rows=1)
+TYPED_PHRASES_SCHEMA = ArtifactSchema(
+    "typing", {"phrase": Column("text"), "label_id": Column("int", bounds=(0, len(LABELS) - 1))},
+    key=("phrase",), min_rows=1,
+    extra={"lex_type": Column("text", values=LEX_TYPES), "label": Column("text", values=LABELS)})
+VARIANTS_SCHEMA = ArtifactSchema(
+    "augment", {"phrase": Column("text"), "level": Column("text", values=("char", "token", "phrase")),
+                "variant": Column("text")},
+    key=("phrase", "level", "variant"), extra={"method": Column("text")})
+CANDIDATES_SCHEMA = ArtifactSchema(
+    "candidates", {"phrase": Column("text"), "candidate": Column("text"), "edit_sim": Column("float", bounds=(0, 1))},
+    key=("phrase", "candidate"))
+TEACHER_VECTORS_SCHEMA = ArtifactSchema("teacher", {"text": Column("text"), "vector": Column("vector")}, key=("text",))
+# a phrase without any hard negative has one row with a null negative
+HARD_NEGATIVES_SCHEMA = ArtifactSchema(
+    "negatives", {"phrase": Column("text"), "negative": Column("text", nullable=True)}, key=("phrase", "negative"))
+
+_KINDS = {
+    "text": lambda t: t == pl.String,
+    "int": lambda t: t.is_integer(),
+    "float": lambda t: t.is_float(),
+    "vector": lambda t: isinstance(t, (pl.Array, pl.List)) and t.inner.is_float(),
+}
+
+
+def read_artifact(path: str | Path, schema: ArtifactSchema) -> pl.DataFrame:
+    """Read an upstream artifact and check it, or fail in one line naming the file, column or row."""
     path = Path(path)
+    redo = f"run `dvc repro {schema.producer}`"
     if not path.is_file():
-        raise PearlError(f"{path} is missing: run `dvc repro {producer}` first")
+        raise PearlError(f"{path} is missing: {redo} first")
     try:
         df = pl.read_parquet(path)
     except Exception as error:  # polars raises several types for corrupt files
-        raise PearlError(
-            f"{path} is not a readable Parquet file ({type(error).__name__}): "
-            f"delete it and run `dvc repro {producer}`"
-        ) from None
-    absent = [c for c in columns if c not in df.columns]
+        raise PearlError(f"{path} is not a readable Parquet file ({_unreadable_part(path, error)}): "
+                         f"delete it and {redo}") from None
+    absent = [c for c in schema.columns if c not in df.columns]
     if absent:
-        raise PearlError(
-            f"{path} lacks column(s) {', '.join(absent)}: re-run `dvc repro {producer}`"
-        )
+        raise PearlError(f"{path} lacks column(s) {', '.join(absent)}: {redo}")
+    if df.height < schema.min_rows:
+        raise PearlError(f"{path} has no rows: nothing upstream survived; check the `{schema.producer}` "
+                         f"stage's params and inputs, then {redo}")
+    checked = {**schema.columns, **{c: k for c, k in schema.extra.items() if c in df.columns}}
+    for name, column in checked.items():
+        _check_column(path, df[name], column, redo)
+    if schema.key:
+        keys = df.select(schema.key)
+        repeated = ~keys.select(pl.struct(schema.key).is_first_distinct()).to_series()
+        if repeated.any():
+            row = int(repeated.arg_max())
+            first = keys.rows().index(keys.row(row))
+            values = ", ".join(repr(v) for v in keys.row(row))
+            raise PearlError(f"{path}: row {row} repeats the key ({', '.join(schema.key)}) = ({values}) of "
+                             f"row {first}; each must be unique: {redo}")
     return df
+
+
+def _check_column(path: Path, values: pl.Series, column: Column, redo: str) -> None:
+    name = values.name
+    if not _KINDS[column.kind](values.dtype):
+        raise PearlError(f"{path}: column {name} has type {values.dtype}, expected {column.kind}: {redo}")
+    if not column.nullable and values.null_count():
+        raise PearlError(f"{path}: row {int(values.is_null().arg_max())} has a null {name}: {redo}")
+    if column.kind == "text":
+        blank = values.str.strip_chars().str.len_chars() == 0
+        if blank.any():
+            raise PearlError(f"{path}: row {int(blank.arg_max())} has a blank {name}: {redo}")
+        if column.values is not None:
+            unknown = ~values.is_in(list(column.values)) & values.is_not_null()
+            if unknown.any():
+                row = int(unknown.arg_max())
+                raise PearlError(f"{path}: row {row} has {name}={values[row]!r}, not one of "
+                                 f"{', '.join(column.values[:8])}{', …' if len(column.values) > 8 else ''}: {redo}")
+    if column.bounds is not None:
+        low, high = column.bounds
+        outside = ~values.is_between(low, high) & values.is_not_null()
+        if outside.any():
+            row = int(outside.arg_max())
+            raise PearlError(f"{path}: row {row} has {name}={values[row]}, outside {low:g}..{high:g}: {redo}")
+    if isinstance(values.dtype, pl.List) and values.drop_nulls().list.len().n_unique() > 1:
+        raise PearlError(f"{path}: column {name} holds vectors of different lengths: {redo}")
+
+
+def _unreadable_part(path: Path, error: Exception) -> str:
+    """Name the first row group that fails, where the footer is intact enough to list them."""
+    try:
+        parquet = pq.ParquetFile(path)
+    except Exception:
+        return f"{type(error).__name__}; the footer is unreadable"
+    for group in range(parquet.num_row_groups):
+        try:
+            parquet.read_row_group(group)
+        except Exception:
+            return f"row group {group} of {parquet.num_row_groups} is corrupt"
+    return type(error).__name__
 
 
 def write_json(obj: Any, path: str | Path) -> None:

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib
-from collections.abc import Callable
+import signal
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated
 
 import typer
 import yaml
 
-from pearl.errors import PearlError
+from pearl.errors import MissingModelError, PearlError
 from pearl.log import configure_logging
 from pearl.params import Params, load_params
 
@@ -38,13 +40,32 @@ def _overrides(assignments: list[str] | None) -> dict:
     return parsed
 
 
-def _run(stage: Callable[[Params], object], params_path: Path, assignments: list[str] | None) -> None:
+class Terminated(BaseException):
+    """SIGTERM, raised where the process is, so that `finally` blocks remove temp files; a BaseException so that
+    no `except Exception` mistakes it for a load failure."""
+
+
+def _raise_terminated(signum, frame) -> None:
+    raise Terminated
+
+
+@contextlib.contextmanager
+def _one_line_errors() -> Iterator[None]:
     configure_logging()
+    signal.signal(signal.SIGTERM, _raise_terminated)
     try:
-        stage(load_params(params_path, _overrides(assignments)))
+        yield
     except PearlError as error:
         typer.echo(f"error: {error}", err=True)
         raise typer.Exit(1) from None
+    except Terminated:
+        typer.echo("error: stopped by SIGTERM; outputs are as before the run (written only when complete)", err=True)
+        raise typer.Exit(128 + signal.SIGTERM) from None
+
+
+def _run(stage: Callable[[Params], object], params_path: Path, assignments: list[str] | None) -> None:
+    with _one_line_errors():
+        stage(load_params(params_path, _overrides(assignments)))
 
 
 @app.command("params")
@@ -76,7 +97,8 @@ _STAGES = {
 
 def _stage_command(module: str, function: str) -> Callable[..., None]:
     def command(params: ParamsOption = Path("params.yaml"), set_: SetOption = None) -> None:
-        _run(getattr(importlib.import_module(module), function), params, set_)
+        # params first: a bad param fails before the stage's heavy imports
+        _run(lambda p: getattr(importlib.import_module(module), function)(p), params, set_)
 
     return command
 
@@ -145,12 +167,14 @@ def bench_task(
         if system == "ref":
             run_reference(p, p.bench.reference_models, task, out_dir / f"{task}.json")
             return
-        models = {"base": p.model.backbone, "string": None, "model": str(EXPORT)}
+        models = {"base": (p.model.backbone, "model.backbone"), "string": (None, ""), "model": (str(EXPORT), "")}
         if system not in models:
             raise PearlError(f"unknown system {system!r}: base, model, string or ref")
-        model = models[system]
+        model, param = models[system]
+        if system == "model" and not EXPORT.is_dir():
+            raise MissingModelError(f"{EXPORT} is missing: run `dvc repro average`")
         prefix = "" if model is None else _prefix_for(model, p)
-        run_tasks(build_context(p, model, prefix), [task], out_dir)
+        run_tasks(build_context(p, model, prefix, param), [task], out_dir)
 
     _run(evaluate, params, set_)
 
@@ -168,27 +192,35 @@ def embed(
 
     import numpy as np
 
-    configure_logging()
-    try:
+    with _one_line_errors():
         if input_file is not None:
             if not input_file.is_file():
                 raise PearlError(f"--input {input_file}: no such file")
-            texts = input_file.read_text(encoding="utf-8").splitlines()
+            try:
+                texts = input_file.read_text(encoding="utf-8").splitlines()
+            except UnicodeDecodeError:
+                raise PearlError(f"--input {input_file}: not UTF-8 text; re-save it as UTF-8") from None
+        # a blank line would be embedded as "" and shift every later row of a .npy that has no ids
+        blank = next((number for number, text in enumerate(texts or [], start=1) if not text.strip()), None)
+        if blank is not None:
+            where = f"--input {input_file}: line {blank}" if input_file is not None else f"phrase {blank}"
+            raise PearlError(f"{where} is blank; remove blank lines (every row of the output is one phrase)")
         if not texts:
             raise PearlError("nothing to embed: give phrases as arguments or --input FILE")
+        if out is not None:
+            from pearl.tables import check_output_folder
+
+            check_output_folder(out)
         from pearl.model.export import load
 
         vectors = load(model).encode(texts, batch_size=batch_size, convert_to_numpy=True).astype(np.float32)
-    except PearlError as error:
-        typer.echo(f"error: {error}", err=True)
-        raise typer.Exit(1) from None
-    if out is not None:
-        from pearl.artifacts import atomic_path
+        if out is not None:
+            from pearl.artifacts import atomic_path
 
-        with atomic_path(out) as tmp, tmp.open("wb") as handle:
-            np.save(handle, vectors)
-        typer.echo(f"{len(texts)} × {vectors.shape[1]} → {out}")
-        return
+            with atomic_path(out) as tmp, tmp.open("wb") as handle:
+                np.save(handle, vectors)
+            typer.echo(f"{len(texts)} × {vectors.shape[1]} → {out}")
+            return
     for text, vector in zip(texts, vectors):
         typer.echo(json.dumps({"text": text, "vector": [round(float(x), 6) for x in vector]}, ensure_ascii=False))
 
@@ -203,12 +235,8 @@ OutOption = Annotated[Path, typer.Option("--out", help="a .parquet or .csv file,
 
 
 def _product(work: Callable[[], None]) -> None:
-    configure_logging()
-    try:
+    with _one_line_errors():
         work()
-    except PearlError as error:
-        typer.echo(f"error: {error}", err=True)
-        raise typer.Exit(1) from None
 
 
 index_app = typer.Typer(help="A persistent faiss index of names: build it once, link against it often.",
@@ -230,11 +258,10 @@ def index_build(
 ) -> None:
     """Embed a table's names into an index folder: rows.parquet, index.faiss, manifest.json."""
     from pearl.index.phrase_index import Index, IndexSettings
-    from pearl.tables import read_table
+    from pearl.tables import check_output_folder, read_table
 
     def work() -> None:
-        if not out.parent.is_dir():
-            raise PearlError(f"--out {out}: folder {out.parent} does not exist; create it first")
+        check_output_folder(out)
         index = Index.from_table(read_table(input_file), column, id_column, model, dedupe=dedupe, prefix=prefix,
                                  settings=IndexSettings(exact_below=exact_below), batch_size=batch_size)
         index.save(out)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from pearl.errors import PearlError
 from pearl.log import Stopwatch, get_logger
-from pearl.model_ids import resolve_model
+from pearl.model_ids import load_failure, resolve_model
 
 log = get_logger("embed")
 
@@ -18,7 +20,7 @@ class Embedder:
     stays small. A plain HF encoder without sentence-transformers files gets mean pooling.
     """
 
-    def __init__(self, model: str, prefix: str, batch_size: int, max_length: int, device: str):
+    def __init__(self, model: str, prefix: str, batch_size: int, max_length: int, device: str, param: str = "--model"):
         from sentence_transformers import SentenceTransformer
 
         from pearl.model.export import is_pearl_export, load
@@ -26,10 +28,16 @@ class Embedder:
         self.model_id = model
         try:
             # pearl's loader takes a PEARL export's module classes from this package; no directory's code is trusted
-            self.model = load(model, device) if is_pearl_export(model) else SentenceTransformer(resolve_model(model), device=device)
+            if is_pearl_export(model):
+                self.model = load(model, device)
+            else:
+                source = resolve_model(model, param)
+                # a folder needs no hub: without local_files_only sentence-transformers asks it about the name anyway
+                self.model = SentenceTransformer(source, device=device, local_files_only=Path(source).is_dir())
+        except PearlError:
+            raise
         except Exception as error:  # unknown id, offline hub, broken directory
-            first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-            raise PearlError(f"model {model!r} could not be loaded ({first})") from None
+            raise load_failure(param, model, error) from None
         self.model.max_seq_length = min(max_length, self.model.max_seq_length or max_length)
         self.prefix = prefix
         self.batch_size = batch_size

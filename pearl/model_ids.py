@@ -21,7 +21,7 @@ from importlib import metadata
 from importlib.util import find_spec
 from pathlib import Path
 
-from pearl.errors import PearlError
+from pearl.errors import MissingModelError, PearlError, first_line
 from pearl.log import get_logger
 
 log = get_logger("models")
@@ -64,9 +64,11 @@ def model_cache() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "pearl"
 
 
-def resolve_model(spec: str) -> str:
+def resolve_model(spec: str, param: str = "model") -> str:
     if Path(spec).is_dir():
         return spec
+    if _names_a_folder(spec):
+        raise MissingModelError(f"{param}={spec!r}: no such folder (it names a path, not a Hugging Face id)")
     packaged = PACKAGED_MODELS.get(spec)
     if packaged:
         module = find_spec(packaged[0])  # locates the package without importing it
@@ -81,7 +83,32 @@ def resolve_model(spec: str) -> str:
         path = _reassembled(spec, split)
         if path is not None:
             return str(path)
+    _check_hub(spec, param)
     return spec
+
+
+def _check_hub(spec: str, param: str) -> None:
+    """One request before the libraries' own downloads: without a network they retry for minutes."""
+    from huggingface_hub import constants, model_info
+
+    if constants.HF_HUB_OFFLINE:
+        return  # the libraries read the local Hugging Face cache and fail at once when it lacks the model
+    try:
+        model_info(spec, timeout=10)
+    except Exception as error:
+        raise load_failure(param, spec, error) from None
+
+
+def _names_a_folder(spec: str) -> bool:
+    """A spec the hub could not hold: a hub id is `name` or `org/name`, and `org` is no local folder here."""
+    head, _, rest = spec.partition("/")
+    return spec.startswith((".", "/", "~")) or "/" in rest or bool(rest) and Path(head).is_dir()
+
+
+def load_failure(param: str, spec: str, error: Exception, fix: str = "") -> MissingModelError:
+    """The one-line error for a model that did not load, naming the param that pointed to it."""
+    where = "" if Path(spec).is_dir() else "; it is neither a local folder nor shipped offline, so it needs the hub"
+    return MissingModelError(f"{param}={spec!r} could not be loaded ({first_line(error)}){where}{fix}")
 
 
 def _reassembled(spec: str, split: SplitZip) -> Path | None:

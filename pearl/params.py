@@ -248,12 +248,19 @@ def parse_params(raw: Any, origin: str = "params") -> Params:
         raise PearlError(_one_line(error, origin)) from None
 
 
-def set_key(raw: dict, dotted: str, value: Any) -> None:
-    """Set `section.key` in a raw params mapping, as `dvc exp run -S` does."""
+def set_key(raw: dict, dotted: str, value: Any, origin: str = "params") -> None:
+    """Set `section.key` in a raw params mapping, as `dvc exp run -S` does; only existing sections."""
     *parents, leaf = dotted.split(".")
+    if not parents or not all(dotted.split(".")):
+        raise PearlError(f"-S {dotted}={value!r}: expected section.key=value, e.g. -S train.lr=3e-5")
     node = raw
-    for part in parents:
-        node = node.setdefault(part, {})
+    for depth, part in enumerate(parents):
+        if part not in node:
+            raise PearlError(f"-S {dotted}: unknown section '{'.'.join(parents[:depth + 1])}' (a typo? see {origin})")
+        node = node[part]
+        if not isinstance(node, dict):
+            raise PearlError(f"-S {dotted}: '{'.'.join(parents[:depth + 1])}' is a value ({node!r}), "
+                             "not a section")
     node[leaf] = value
 
 
@@ -262,9 +269,12 @@ def load_params(path: str | Path = "params.yaml", overrides: dict[str, Any] | No
     if not path.is_file():
         raise PearlError(f"{path}: params file not found (run from the project root or pass --params)")
     try:
-        raw = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as error:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError) as error:
         raise PearlError(f"{path}: not valid YAML ({str(error).splitlines()[0]})") from None
+    # overrides go into a mapping of sections only, so `-S` on an empty file or through a value fails in one line
+    if not isinstance(raw, dict) or not all(isinstance(section, dict) for section in raw.values()):
+        parse_params(raw, origin=str(path))
     for dotted, value in (overrides or {}).items():
-        set_key(raw, dotted, value)
+        set_key(raw, dotted, value, origin=str(path))
     return parse_params(raw, origin=str(path))

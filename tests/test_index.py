@@ -256,7 +256,7 @@ def test_save_replaces_an_index_whole_or_not_at_all(tiny_text_encoder, tmp_path,
 
     monkeypatch.setattr(faiss, "write_index", broken_write)
     new = Index.build(NAMES, encoder=tiny_text_encoder)
-    with pytest.raises(OSError, match="disk full"):
+    with pytest.raises(PearlError, match=r"idx could not be written \(disk full\); free space"):
         new.save(tmp_path / "idx")
     assert {p.name: p.read_bytes() for p in (tmp_path / "idx").iterdir()} == before
     assert [p.name for p in tmp_path.iterdir()] == ["idx"]  # no staging folder left behind
@@ -264,7 +264,7 @@ def test_save_replaces_an_index_whole_or_not_at_all(tiny_text_encoder, tmp_path,
 
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "notes.txt").write_text("mine")
-    with pytest.raises(PearlError, match="exists and is not a pearl index"):
+    with pytest.raises(PearlError, match="exists and was not written by pearl"):
         old.save(tmp_path / "other")
     assert _listing(tmp_path / "other") == ["notes.txt"]
     with pytest.raises(PearlError, match="does not exist; create it first"):

@@ -125,5 +125,5 @@ def test_average_moves_float_tensors_only():
 
 
 def test_unloadable_backbone_is_one_line_error(tmp_path):
-    with pytest.raises(PearlError, match="model.backbone .* could not be loaded"):
+    with pytest.raises(PearlError, match="model.backbone=.*missing': no such folder"):
         PhraseModel(ModelConfig(str(tmp_path / "missing"), "", 16, False, 8, 0.5))

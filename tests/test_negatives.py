@@ -124,7 +124,7 @@ def test_rules():
 @pytest.mark.slow
 def test_negatives_stage_on_the_example(make_params, tmp_path):
     phrases = tmp_path / "phrases.parquet"
-    pl.DataFrame({"phrase": NYT_SET}).write_parquet(phrases)
+    pl.DataFrame({"phrase": NYT_SET, "label_id": pl.Series([0] * len(NYT_SET), dtype=pl.Int16)}).write_parquet(phrases)
     candidates = tmp_path / "candidates.parquet"
     params = make_params(model__teacher=None)  # scored by the backbone, whose cosines the rule was set for
     stage.run_candidates(params, source=phrases, output=candidates, metrics=tmp_path / "c.json")

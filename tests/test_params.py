@@ -34,7 +34,7 @@ def test_misspelt_key_names_the_typo_not_the_missing_key(tmp_path):
 
 
 def test_unknown_section_is_rejected(make_params):
-    with pytest.raises(PearlError, match="unknown key 'pars'"):
+    with pytest.raises(PearlError, match="unknown section 'pars'"):
         make_params(pars__min_freq=3)
 
 

@@ -1,6 +1,5 @@
 """The teacher stage, its vectors, and their uses: negative scoring, the view filter, distillation."""
 
-import json
 
 import numpy as np
 import polars as pl
@@ -16,7 +15,7 @@ PHRASES = ["The New York Times", "New York Post", "New York", "adult male", "gro
 
 def _inputs(tmp_path):
     paths = {name: tmp_path / f"{name}.parquet" for name in ("typed", "candidates", "variants")}
-    pl.DataFrame({"phrase": PHRASES}).write_parquet(paths["typed"])
+    pl.DataFrame({"phrase": PHRASES, "label_id": pl.Series([0] * len(PHRASES), dtype=pl.Int16)}).write_parquet(paths["typed"])
     pl.DataFrame({"phrase": PHRASES[:3], "candidate": ["New York Post", "New York", "New York City"],
                   "edit_sim": pl.Series([0.8, 0.7, 0.9], dtype=pl.Float32)}).write_parquet(paths["candidates"])
     pl.DataFrame({"phrase": PHRASES[:2], "level": ["token", "phrase"], "method": ["swap", "mined"],

@@ -20,7 +20,7 @@ from collections import defaultdict
 import numpy as np
 from rapidfuzz.distance import Levenshtein
 
-from pearl.errors import PearlError
+from pearl.model_ids import load_failure, resolve_model
 from pearl.params import AugmentParams
 
 _ARTICLES = {"the", "a", "an"}
@@ -117,15 +117,13 @@ def _load(kind: str, param: str, model: str):
     """A tokenizer and model from an HF id or directory, or a one-line error naming the param."""
     import transformers
 
+    source = resolve_model(model, f"augment.{param}")
     try:
-        tokenizer = transformers.AutoTokenizer.from_pretrained(model)
-        return tokenizer, getattr(transformers, kind).from_pretrained(model)
+        tokenizer = transformers.AutoTokenizer.from_pretrained(source)
+        return tokenizer, getattr(transformers, kind).from_pretrained(source)
     except Exception as error:
-        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise PearlError(
-            f"augment.{param}={model!r} could not be loaded ({first}); "
-            "set augment.phrase_backend=offline to use the offline substitute"
-        ) from None
+        raise load_failure(f"augment.{param}", model, error,
+                           "; or set augment.phrase_backend=offline to use the offline substitute") from None
 
 
 class ParrotParaphraser:

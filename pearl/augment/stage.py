@@ -9,7 +9,7 @@ import numpy as np
 import polars as pl
 from tqdm import tqdm
 
-from pearl.artifacts import read_parquet, write_json, write_meta, write_parquet
+from pearl.artifacts import SENTENCES_SCHEMA, TYPED_PHRASES_SCHEMA, read_artifact, write_json, write_meta, write_parquet
 from pearl.augment import phrase_level, token_level
 from pearl.augment.char_level import CharAugmenter
 from pearl.device import resolve_device
@@ -34,7 +34,7 @@ def _synonym_sources(params: Params, phrases: list[str], sentences: Path) -> tup
         vectors = token_level.load_vectors(Path(a.fasttext_path), a.fasttext_limit)
         source = f"pre-trained FastText vectors {a.fasttext_path}"
     else:
-        texts = read_parquet(sentences, ["text"], producer="corpus")["text"].to_list()
+        texts = read_artifact(sentences, SENTENCES_SCHEMA)["text"].to_list()
         clock = Stopwatch()
         vectors = token_level.train_fasttext(
             token_level.corpus_tokens(texts), params.base.seed, a.fasttext_dim, a.fasttext_epochs, a.fasttext_min_count
@@ -56,7 +56,7 @@ def _paraphrases(params: Params, phrases: list[str]) -> tuple[dict[str, dict[str
             f"fluency >= {a.parrot_fluency_threshold} ({a.parrot_fluency_model})")
     from pearl.embedder import Embedder
 
-    embedder = Embedder(params.model.backbone, params.model.prefix, a.batch_size, 64, device)
+    embedder = Embedder(params.model.backbone, params.model.prefix, a.batch_size, 64, device, param="model.backbone")
     nlp = load_spacy(params.parse.spacy_model, keep=("tok2vec", "parser"))
     heads = phrase_level.head_words(phrases, nlp, params.parse.batch_size)
     mined = phrase_level.mined_paraphrases(phrases, heads, embedder.embed(phrases), a.mined_min_cos,
@@ -113,7 +113,7 @@ def coverage(variants: pl.DataFrame, phrase_count: int) -> dict[str, float]:
 
 def run(params: Params, source: Path = PHRASES, sentences: Path = SENTENCES,
         output: Path = OUTPUT, metrics: Path = METRICS) -> dict:
-    phrases = read_parquet(source, ["phrase"], producer="typing")["phrase"].to_list()
+    phrases = read_artifact(source, TYPED_PHRASES_SCHEMA)["phrase"].to_list()
     clock = Stopwatch()
     variants, sources = build_variants(params, phrases, sentences)
     timing = clock.report(log, len(phrases), "phrases")

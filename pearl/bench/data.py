@@ -20,6 +20,20 @@ def _require(path: Path, param: str, holds: str = "the folder that holds it") ->
     return path
 
 
+def _text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        line = path.read_bytes()[: error.start].count(b"\n") + 1
+        raise PearlError(f"{path}:{line}: not UTF-8 text; re-save the file as UTF-8") from None
+
+
+def _nonempty(path: Path, items: list, what: str) -> list:
+    if not items:
+        raise PearlError(f"{path}: holds no {what}; restore the file (see the README of its folder under ../shared)")
+    return items
+
+
 @dataclass(frozen=True)
 class PairData:
     left: list[str]
@@ -33,15 +47,14 @@ PPDB_LABELS = {"pos": 1, "neg": 0}
 def load_ppdb(data_dir: Path, filtered: bool) -> PairData:
     path = _require(data_dir / "ppdb" / ("ppdb_filtered.json" if filtered else "ppdb.json"), "bench.data_dir")
     try:
-        rows = json.loads(path.read_text(encoding="utf-8"))
+        rows = json.loads(_text(path))
         left, right, labels = [str(r[0]) for r in rows], [str(r[1]) for r in rows], [r[2] for r in rows]
-    except (json.JSONDecodeError, IndexError, TypeError):
+    except (json.JSONDecodeError, IndexError, TypeError, KeyError):
         raise PearlError(f"{path}: expected a JSON list of [phrase1, phrase2, 'pos'|'neg', ...]") from None
     for number, label in enumerate(labels):
         if label not in PPDB_LABELS:
             raise PearlError(f"{path}: pair {number} has label {label!r}; expected 'pos' or 'neg'")
-    if not rows:
-        raise PearlError(f"{path}: holds no pairs")
+    _nonempty(path, rows, "pairs")
     return PairData(left, right, [PPDB_LABELS[label] for label in labels])
 
 
@@ -55,7 +68,7 @@ class ChoiceItem:
 def load_turney(data_dir: Path) -> list[ChoiceItem]:
     path = _require(data_dir / "turney" / "turney.txt", "bench.data_dir")
     items = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for number, line in enumerate(_text(path).splitlines(), start=1):
         if not line.strip():
             continue
         fields = [f.strip() for f in line.split(" | ")]
@@ -63,7 +76,7 @@ def load_turney(data_dir: Path) -> list[ChoiceItem]:
             raise PearlError(f"{path}:{number}: expected 'bigram | gold | w1 | w2 | distractors...'")
         # columns 2-3 are the bigram's own words: not candidates
         items.append(ChoiceItem(fields[0], [fields[1], *fields[4:]]))
-    return items
+    return _nonempty(path, items, "items")
 
 
 @dataclass(frozen=True)
@@ -75,13 +88,16 @@ class ScoredPairs:
 
 def load_bird(data_dir: Path) -> ScoredPairs:
     path = _require(data_dir / "bird" / "bird.txt", "bench.data_dir")
-    with path.open(encoding="utf-8", newline="") as handle:
-        rows = list(csv.DictReader(handle, delimiter="\t"))
+    rows = list(csv.DictReader(_text(path).splitlines(), delimiter="\t"))
     if not rows or not {"term1", "term2", "relatedness score"} <= rows[0].keys():
         raise PearlError(f"{path}: expected a TSV header with term1, term2 and 'relatedness score'")
-    return ScoredPairs(
-        [r["term1"] for r in rows], [r["term2"] for r in rows], [float(r["relatedness score"]) for r in rows]
-    )
+    scores = []
+    for number, row in enumerate(rows, start=2):
+        try:
+            scores.append(float(row["relatedness score"]))
+        except (TypeError, ValueError):
+            raise PearlError(f"{path}:{number}: relatedness score {row['relatedness score']!r} is not a number") from None
+    return ScoredPairs([r["term1"] for r in rows], [r["term2"] for r in rows], scores)
 
 
 @dataclass(frozen=True)
@@ -93,20 +109,21 @@ class RetrievalData:
 
 
 def load_lines(path: Path) -> list[str]:
-    return [line.split("\t")[0].strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [line.split("\t")[0].strip() for line in _text(path).splitlines() if line.strip()]
 
 
 def load_retrieval(data_dir: Path, task: str, kb: Path | None) -> RetrievalData:
     path = _require(data_dir / task / f"{task}_test_samples.txt", "bench.data_dir")
     mentions, gold = [], []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for number, line in enumerate(_text(path).splitlines(), start=1):
         if not line.strip():
             continue
         fields = line.split("\t")
-        if len(fields) < 2:
+        if len(fields) < 2 or not fields[0].strip() or not fields[1].strip():
             raise PearlError(f"{path}:{number}: expected 'mention<TAB>canonical name'")
         mentions.append(fields[0].strip())
         gold.append(fields[1].strip())
+    _nonempty(path, mentions, "mentions")
     if kb is None:
         names, source = gold, f"canonical names of {path.name}"
     else:
@@ -130,19 +147,20 @@ def load_clustering(data_dir: Path, task: str, split: str = "test") -> Clusterin
     path = _require(data_dir / task / f"{split}.json", "bench.data_dir" if split == "test" else "bench.tune_dir")
     types = CLUSTER_TYPES[task]
     phrases, labels = [], []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for number, line in enumerate(_text(path).splitlines(), start=1):
         if not line.strip():
             continue
         try:
             record = json.loads(line)
             tokens = [token for sentence in record["sentences"] for token in sentence]
             spans = [span for sentence in record["ner"] for span in sentence]
-        except (json.JSONDecodeError, KeyError, TypeError):
-            raise PearlError(f"{path}:{number}: expected JSON with 'sentences' and 'ner'") from None
-        for start, end, kind in spans:  # end inclusive, offsets into the whole document
-            if kind in types:
-                phrases.append(" ".join(tokens[start:end + 1]))
-                labels.append(types.index(kind))
+            for start, end, kind in spans:  # end inclusive, offsets into the whole document
+                if kind in types:
+                    phrases.append(" ".join(tokens[start:end + 1]))
+                    labels.append(types.index(kind))
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+            raise PearlError(f"{path}:{number}: expected JSON with 'sentences' and 'ner' [start, end, type] spans") from None
+    _nonempty(path, phrases, f"mentions of the types {', '.join(types)}")
     return ClusteringData(phrases, labels, list(types))
 
 
@@ -192,14 +210,18 @@ def load_atis(short_text_dir: Path, top: int = 8) -> IntentData:
     raw = {}
     for split in ("train", "dev", "test"):
         folder = short_text_dir / "atis" / split
-        texts = _require(folder / "seq.in", "bench.short_text_dir").read_text(encoding="utf-8").splitlines()
-        labels = _require(folder / "label", "bench.short_text_dir").read_text(encoding="utf-8").splitlines()
+        texts = _text(_require(folder / "seq.in", "bench.short_text_dir")).splitlines()
+        labels = _text(_require(folder / "label", "bench.short_text_dir")).splitlines()
         if len(texts) != len(labels):
             raise PearlError(f"{folder}: seq.in and label differ in length")
         raw[split] = list(zip(texts, labels))
     frequency = Counter(label for _, label in raw["train"] if "#" not in label)
     intents = [label for label, _ in frequency.most_common(top)]
-    kept = {s: [(t, intents.index(l)) for t, l in rows if l in intents] for s, rows in raw.items()}
+    kept = {s: [(t, intents.index(l)) for t, l in rows if l in intents and t.strip()] for s, rows in raw.items()}
+    for split, rows in kept.items():
+        if not rows:
+            raise PearlError(f"{short_text_dir / 'atis' / split}: no non-blank query with one of the {top} most "
+                             "frequent single intents of train; restore the files (see ../shared/short-text/README.md)")
     lengths = sorted(len(t.split()) for t, _ in kept["train"])
     cut = lengths[(len(lengths) - 1) // 2]  # the lower median
     splits = {}
@@ -223,7 +245,7 @@ def load_word_similarity(general_dir: Path, file_name: str) -> ScoredPairs:
     """`word1<TAB>word2<TAB>gold` lines (Faruqui et al.'s collection)."""
     path = _require_general(general_dir / "word-sim" / file_name)
     left, right, scores = [], [], []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for number, line in enumerate(_text(path).splitlines(), start=1):
         if not line.strip():
             continue
         fields = line.split("\t")
@@ -232,8 +254,7 @@ def load_word_similarity(general_dir: Path, file_name: str) -> ScoredPairs:
         except (IndexError, ValueError):
             raise PearlError(f"{path}:{number}: expected 'word1<TAB>word2<TAB>score'") from None
         left.append(pair[0]), right.append(pair[1]), scores.append(score)
-    if not scores:
-        raise PearlError(f"{path}: holds no pairs")
+    _nonempty(path, scores, "pairs")
     return ScoredPairs(left, right, scores)
 
 
@@ -242,11 +263,12 @@ def load_stsb(general_dir: Path, split: str) -> ScoredPairs:
     path = _require_general(general_dir / "stsbenchmark" / f"sts-{split}.csv")
     left, right, scores = [], [], []
     # no csv module: sentences hold bare double quotes, and 284 test lines carry extra fields
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for number, line in enumerate(_text(path).splitlines(), start=1):
         fields = line.split("\t")
         try:
             score, pair = float(fields[4]), (fields[5], fields[6])
         except (IndexError, ValueError):
             raise PearlError(f"{path}:{number}: expected 7 tab-separated fields with the score fifth") from None
         left.append(pair[0]), right.append(pair[1]), scores.append(score)
+    _nonempty(path, scores, "pairs")
     return ScoredPairs(left, right, scores)

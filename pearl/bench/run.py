@@ -38,13 +38,13 @@ def resolve_kb(setting: str | None, task: str, hf_dataset: str) -> Path | None:
         ) from None
 
 
-def build_context(params: Params, model: str | None, prefix: str) -> BenchContext:
-    """`model` is an HF id or directory to embed with, or None for the string baseline."""
+def build_context(params: Params, model: str | None, prefix: str, param: str = "--model") -> BenchContext:
+    """`model` is an HF id or directory to embed with, or None for the string baseline; `param` pointed to it."""
     b = params.bench
     torch.set_num_threads(os.cpu_count() or 1)
     embedder = None
     if model is not None:
-        embedder = Embedder(model, prefix, b.batch_size, b.max_length, resolve_device(params.base.device))
+        embedder = Embedder(model, prefix, b.batch_size, b.max_length, resolve_device(params.base.device), param)
     return BenchContext(
         data_dir=Path(b.data_dir),
         short_text_dir=Path(b.short_text_dir),
@@ -85,6 +85,6 @@ def run_reference(params: Params, models: list[str], task: str, out: Path) -> di
     """One task for each off-the-shelf reference model → {model id: result} in one metrics file.
 
     A reference model gets no prefix: the ids here are sentence-transformers models that take none."""
-    results = {model: run_task(build_context(params, model, ""), task) for model in models}
+    results = {model: run_task(build_context(params, model, "", "bench.reference_models"), task) for model in models}
     write_json(results, out)
     return results

@@ -18,13 +18,14 @@ _SPACES = re.compile(r"[^\S\n]+")
 
 
 def clean_text(text: str) -> str:
-    """NFC-normalise, turn control and format characters into spaces, collapse spaces.
+    """NFC-normalise, turn control and format characters and lone surrogates into spaces, collapse spaces.
 
-    Zero-width joiners are kept: emoji sequences and several scripts need them.
+    Zero-width joiners are kept: emoji sequences and several scripts need them. A lone surrogate
+    (e.g. a JSON "\\ud800") is no character at all and could not be written as UTF-8.
     """
     text = unicodedata.normalize("NFC", text)
     text = "".join(
-        ch if ch in "\n\u200d" or unicodedata.category(ch) not in ("Cc", "Cf", "Zl", "Zp") else " "
+        ch if ch in "\n\u200d" or unicodedata.category(ch) not in ("Cc", "Cf", "Cs", "Zl", "Zp") else " "
         for ch in text
     )
     return _SPACES.sub(" ", text)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from pearl.errors import PearlError
+from pearl.errors import PearlError, first_line
 from pearl.params import CorpusParams
 
 Document = tuple[str, str]
@@ -50,12 +50,20 @@ def iter_hf_dataset(dataset: str, config: str, text_field: str) -> Iterator[Docu
     except Exception as error:  # offline, unknown id or config: one line, not a traceback
         raise PearlError(
             f"corpus.hf_dataset={dataset!r} (config {config!r}) could not be loaded: "
-            f"{str(error).splitlines()[0] if str(error) else type(error).__name__}"
+            f"{first_line(error)}"
         ) from None
-    for index, row in enumerate(rows):
-        if text_field not in row:
-            raise PearlError(f"corpus.text_field={text_field!r} is not a field of {dataset}")
-        yield str(row.get("id", index)), row[text_field] or ""
+    read = 0
+    try:
+        for row in rows:
+            if text_field not in row:
+                raise PearlError(f"corpus.text_field={text_field!r} is not a field of {dataset}")
+            yield str(row.get("id", read)), row[text_field] or ""
+            read += 1
+    except PearlError:
+        raise
+    except Exception as error:  # the stream dropped: the stage writes nothing, so a re-run starts clean
+        raise PearlError(f"corpus.hf_dataset={dataset!r}: the stream failed after {read} documents "
+                         f"({type(error).__name__}: {first_line(error)}); run the stage again") from None
 
 
 def _expand(patterns: list[str]) -> list[Path]:
@@ -76,17 +84,25 @@ def _iter_txt(path: Path) -> Iterator[Document]:
 
 
 def _iter_jsonl(path: Path, text_field: str) -> Iterator[Document]:
-    with path.open(encoding="utf-8") as lines:
-        for number, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
-                raise PearlError(f"{path}:{number}: not valid JSON") from None
-            if not isinstance(record, dict) or not isinstance(record.get(text_field), str):
-                raise PearlError(f"{path}:{number}: no string field {text_field!r} (corpus.text_field)")
-            yield str(record.get("id", f"{path}:{number}")), record[text_field]
+    number = 0
+    try:
+        with path.open(encoding="utf-8") as lines:
+            for number, line in enumerate(lines, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    record = json.loads(line)
+                except json.JSONDecodeError:
+                    raise PearlError(f"{path}:{number}: not valid JSON") from None
+                if not isinstance(record, dict) or not isinstance(record.get(text_field), str):
+                    raise PearlError(f"{path}:{number}: no string field {text_field!r} (corpus.text_field)")
+                yield str(record.get("id", f"{path}:{number}")), record[text_field]
+    except UnicodeDecodeError:  # raised a block ahead of the line being read: find the line from the bytes
+        try:
+            path.read_bytes().decode("utf-8")
+        except UnicodeDecodeError as error:
+            number = path.read_bytes()[: error.start].count(b"\n") + 1
+        raise PearlError(f"{path}:{number}: not UTF-8 text") from None
 
 
 def _iter_parquet(path: Path, text_field: str) -> Iterator[Document]:
@@ -97,8 +113,15 @@ def _iter_parquet(path: Path, text_field: str) -> Iterator[Document]:
     if text_field not in parquet.schema_arrow.names:
         raise PearlError(f"{path}: no column {text_field!r} (corpus.text_field)")
     row = 0
-    for batch in parquet.iter_batches(columns=[text_field], batch_size=4096):
-        for text in batch.column(0).to_pylist():
+    for group in range(parquet.num_row_groups):
+        try:
+            texts = parquet.read_row_group(group, columns=[text_field]).column(0).to_pylist()
+        except Exception as error:
+            raise PearlError(f"{path}: row group {group} of {parquet.num_row_groups} is unreadable "
+                             f"({type(error).__name__}: {first_line(error)})") from None
+        for text in texts:
+            if text is not None and not isinstance(text, str):
+                raise PearlError(f"{path}: column {text_field!r} (corpus.text_field) holds {type(text).__name__}, not text")
             yield f"{path}:{row}", text or ""
             row += 1
 

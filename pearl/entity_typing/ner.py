@@ -11,6 +11,7 @@ from pearl.device import resolve_device
 from pearl.entity_typing.coverage import Entity
 from pearl.errors import PearlError
 from pearl.labels import ONTONOTES_TYPES
+from pearl.model_ids import load_failure, resolve_model
 from pearl.params import Params
 from pearl.spacy_models import describe, load_spacy, package_version
 
@@ -47,16 +48,11 @@ class TransformersNER:
     def __init__(self, model: str, batch_size: int, device: str):
         from transformers import pipeline
 
+        source = resolve_model(model, "typing.hf_model")
         try:
-            self.pipe = pipeline(
-                "token-classification", model=model, aggregation_strategy="simple", device=device
-            )
+            self.pipe = pipeline("token-classification", model=source, aggregation_strategy="simple", device=device)
         except Exception as error:  # offline hub, unknown id, broken files
-            first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-            raise PearlError(
-                f"typing.hf_model={model!r} could not be loaded ({first}); "
-                "use a local directory or set typing.backend=spacy"
-            ) from None
+            raise load_failure("typing.hf_model", model, error, "; or set typing.backend=spacy") from None
         for label in self.pipe.model.config.id2label.values():
             ontonotes_type(label)
         self.batch_size = batch_size

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import polars as pl
 
-from pearl.artifacts import read_parquet, write_json, write_meta, write_parquet
+from pearl.artifacts import PHRASES_SCHEMA, read_artifact, write_json, write_meta, write_parquet
 from pearl.entity_typing.coverage import phrase_entity_type
 from pearl.entity_typing.ner import build_ner
 from pearl.labels import ENTITY_TYPES, LABELS, LEX_TYPES, shares
@@ -29,7 +29,7 @@ def with_labels(phrases: pl.DataFrame, ent_types: list[str]) -> pl.DataFrame:
 
 
 def run(params: Params, source: Path = INPUT, output: Path = OUTPUT, metrics: Path = METRICS) -> dict:
-    phrases = read_parquet(source, ["phrase", "lex_type", "freq"], producer="parse")
+    phrases = read_artifact(source, PHRASES_SCHEMA)
     ner = build_ner(params)
     log.info("typing %d phrases with %s", phrases.height, ner.description)
     clock = Stopwatch()

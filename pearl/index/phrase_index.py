@@ -15,7 +15,6 @@ depend on the search structure. `add` embeds only the new names.
 from __future__ import annotations
 
 import json
-import tempfile
 from dataclasses import asdict, dataclass
 from importlib import metadata
 from pathlib import Path
@@ -23,11 +22,12 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from pearl.artifacts import atomic_dir
 from pearl.errors import PearlError
 from pearl.index import trigrams
 from pearl.index.encoder import STRING, Encoder, ModelCard, load_encoder
 from pearl.log import get_logger
-from pearl.tables import as_polars, require_column, text_column
+from pearl.tables import as_polars, check_output_folder, require_column, text_column
 
 log = get_logger("index")
 
@@ -226,12 +226,8 @@ class Index:
     def save(self, path: str | Path) -> None:
         import faiss
 
-        path = Path(path)
-        if not path.parent.is_dir():
-            raise PearlError(f"--out {path}: folder {path.parent} does not exist; create it first")
-        with tempfile.TemporaryDirectory(dir=path.parent, prefix=f".{path.name}.") as scratch:
-            staged = Path(scratch) / "index"
-            staged.mkdir()
+        path = check_output_folder(path)
+        with atomic_dir(path, replaces=lambda old: (old / MANIFEST).is_file()) as staged:
             columns = {"id": self.ids, "name": self.names}
             schema = {"id": pl.String, "name": pl.String}
             if self.vectors is not None:
@@ -241,11 +237,6 @@ class Index:
             if self._faiss is not None:
                 faiss.write_index(self._faiss, str(staged / FAISS))
             (staged / MANIFEST).write_text(json.dumps(self.manifest(), indent=2, ensure_ascii=False) + "\n")
-            if path.exists():
-                if not (path / MANIFEST).is_file():
-                    raise PearlError(f"{path} exists and is not a pearl index: choose another --out")
-                path.rename(Path(scratch) / "replaced")  # two renames: no window with half an index
-            staged.rename(path)
         log.info("index of %d names (%s) → %s", len(self), self.kind, path)
 
     @classmethod

@@ -28,7 +28,7 @@ TYPE_HEAD = "pearl_type_head.safetensors"
 
 
 def export_sentence_transformer(model: PhraseModel, out_dir: Path) -> None:
-    """Write into `out_dir`, a new directory (callers swap it in, e.g. pearl.train.stage._replace_dir).
+    """Write into `out_dir`, a new directory (callers swap it in with pearl.artifacts.atomic_dir).
 
     modules.json: PhraseTransformer (root), 1_Pooling (mean), 2_CharFeatures when the model has
     a character encoder, 3_Normalize. The prefix becomes the default prompt, so `encode` adds it.
@@ -54,13 +54,40 @@ def export_sentence_transformer(model: PhraseModel, out_dir: Path) -> None:
         prompts = {"query": model.config.prefix} if model.config.prefix else None
         st = SentenceTransformer(modules=modules, device="cpu", prompts=prompts,
                                  default_prompt_name="query" if prompts else None)
-        st.save(str(out_dir))
+        # sentence-transformers' own card asks the hub about the base model: an export makes no connection
+        st.save(str(out_dir), create_model_card=False)
     _ship_code(out_dir)
+    (out_dir / "README.md").write_text(model_card(model))
     head = model.type_head
     save_file({"weight": head.weight.detach().float().cpu().contiguous(),
                "bias": head.bias.detach().float().cpu().contiguous()}, out_dir / TYPE_HEAD)
     config = {**asdict(model.config), "dimension": model.dim, "type_labels": list(LABELS)}
     (out_dir / CONFIG).write_text(json.dumps(config, indent=2) + "\n")
+
+
+def model_card(model: PhraseModel) -> str:
+    c = model.config
+    char = f"a character encoder ({c.char_dim} dimensions, weight {c.char_weight})" if c.char_encoder else "no character encoder"
+    return f"""---
+library_name: sentence-transformers
+pipeline_tag: sentence-similarity
+tags: [sentence-transformers, feature-extraction, phrase-embeddings, pearl]
+---
+
+# PEARL phrase embeddings
+
+Phrase vectors of {model.dim} dimensions, trained with the PEARL recipe (Chen et al., 2024) by `pearl`:
+the backbone `{c.backbone}` fine-tuned and averaged with its original weights, plus {char},
+L2-normalised. `pearl_type_head.safetensors` holds the {len(LABELS)}-way phrase-type head.
+
+```python
+from sentence_transformers import SentenceTransformer
+model = SentenceTransformer("path/to/this/folder", trust_remote_code=True)  # the code is st_modules.py here
+vectors = model.encode(["New York Times", "NYTimes"])
+```
+
+or, with pearl installed, `pearl.load(path)`, `pearl link`, `pearl join`, `pearl cluster` and `pearl types`.
+"""
 
 
 def _ship_code(out_dir: Path) -> None:

@@ -15,10 +15,10 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from pearl.errors import PearlError
+from pearl.errors import MissingModelError, PearlError, first_line
 from pearl.labels import NUM_LABELS
 from pearl.model.char_encoder import CharEncoder, char_ids, combine
-from pearl.model_ids import resolve_model
+from pearl.model_ids import load_failure, resolve_model
 
 CONFIG = "pearl_model.json"
 EXTRA_WEIGHTS = "pearl_heads.pt"  # character encoder and type head, beside the backbone's files
@@ -63,13 +63,12 @@ class PhraseModel(nn.Module):
         from transformers import AutoModel, AutoTokenizer
 
         self.config = config
-        source = backbone_path or resolve_model(config.backbone)
+        source = backbone_path or resolve_model(config.backbone, "model.backbone")
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(source)
             self.backbone = AutoModel.from_pretrained(source)
         except Exception as error:  # unknown id, hub unreachable, broken directory
-            first = (str(error).strip().splitlines() or [type(error).__name__])[0]
-            raise PearlError(f"model.backbone {config.backbone!r} could not be loaded ({first})") from None
+            raise load_failure("model.backbone", backbone_path or config.backbone, error) from None
         hidden = self.backbone.config.hidden_size
         self.char = CharEncoder(config.char_dim) if config.char_encoder else None
         self.dim = hidden + (config.char_dim if config.char_encoder else 0)
@@ -113,12 +112,19 @@ class PhraseModel(nn.Module):
 
     @classmethod
     def load(cls, directory: Path) -> PhraseModel:
-        config_file = directory / CONFIG
-        if not config_file.is_file():
-            raise PearlError(f"{directory}: no {CONFIG}; is this a model written by `pearl train`?")
-        model = cls(ModelConfig(**json.loads(config_file.read_text())), backbone_path=str(directory))
-        heads = torch.load(directory / EXTRA_WEIGHTS, map_location="cpu", weights_only=True)
-        model.type_head.load_state_dict(heads["type_head"])
-        if model.char is not None:
-            model.char.load_state_dict(heads["char"])
+        for name in (CONFIG, EXTRA_WEIGHTS):
+            if not (directory / name).is_file():
+                raise MissingModelError(f"{directory / name} is missing: run `dvc repro train` "
+                                        "(is this a model written by `pearl train`?)")
+        try:
+            model = cls(ModelConfig(**json.loads((directory / CONFIG).read_text())), backbone_path=str(directory))
+            heads = torch.load(directory / EXTRA_WEIGHTS, map_location="cpu", weights_only=True)
+            model.type_head.load_state_dict(heads["type_head"])
+            if model.char is not None:
+                model.char.load_state_dict(heads["char"])
+        except PearlError:
+            raise
+        except Exception as error:  # truncated weights, edited config
+            raise MissingModelError(f"{directory}: the saved model is unreadable ({type(error).__name__}: "
+                                    f"{first_line(error)}); run `dvc repro train`") from None
         return model

@@ -17,7 +17,8 @@ class PearlSentenceTransformer(SentenceTransformer):
     Router's modules) is trusted either."""
 
     def __init__(self, path: str, device: str | None = None):
-        super().__init__(path, device=device, trust_remote_code=False)
+        # local_files_only: else sentence-transformers asks the hub whether a folder name like "models/pearl" is a model
+        super().__init__(path, device=device, trust_remote_code=False, local_files_only=True)
 
     def _load_module_class_from_ref(self, class_ref: str, *args, **kwargs) -> type:
         if class_ref in OUR_REFS:

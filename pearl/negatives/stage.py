@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from pearl.artifacts import read_parquet, write_json, write_meta, write_parquet
+from pearl.artifacts import CANDIDATES_SCHEMA, TYPED_PHRASES_SCHEMA, read_artifact, write_json, write_meta, write_parquet
 from pearl.device import resolve_device
 from pearl.log import Stopwatch, get_logger
 from pearl.negatives.candidates import CandidateSettings, mine_candidates
@@ -33,7 +33,7 @@ def candidate_settings(params: Params) -> CandidateSettings:
 
 def run_candidates(params: Params, source: Path = PHRASES, output: Path = CANDIDATES,
                    metrics: Path = Path("metrics/candidates.json")) -> dict:
-    phrases = read_parquet(source, ["phrase"], producer="typing")["phrase"].to_list()
+    phrases = read_artifact(source, TYPED_PHRASES_SCHEMA)["phrase"].to_list()
     settings = candidate_settings(params)
     clock = Stopwatch()
     rows, cols, scores = mine_candidates(phrases, settings)
@@ -70,15 +70,15 @@ def _pair_cosine(params: Params, left: list[str], right: list[str], teacher: Pat
     from pearl.embedder import Embedder, pair_cosine
 
     embedder = Embedder(params.model.backbone, params.model.prefix, params.negatives.batch_size, 64,
-                        resolve_device(params.base.device))
+                        resolve_device(params.base.device), param="model.backbone")
     return pair_cosine(embedder, left, right), params.model.backbone
 
 
 def run_negatives(params: Params, source: Path = PHRASES, candidates: Path = CANDIDATES,
                   output: Path = NEGATIVES, metrics: Path = Path("metrics/negatives.json"),
                   teacher: Path = VECTORS) -> dict:
-    phrases = read_parquet(source, ["phrase"], producer="typing")["phrase"].to_list()
-    pairs = read_parquet(candidates, ["phrase", "candidate", "edit_sim"], producer="candidates")
+    phrases = read_artifact(source, TYPED_PHRASES_SCHEMA)["phrase"].to_list()
+    pairs = read_artifact(candidates, CANDIDATES_SCHEMA)
     n = params.negatives
     clock = Stopwatch()
     cos, encoder = _pair_cosine(params, pairs["phrase"].to_list(), pairs["candidate"].to_list(), teacher)

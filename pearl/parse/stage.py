@@ -11,7 +11,7 @@ from pathlib import Path
 import polars as pl
 from tqdm import tqdm
 
-from pearl.artifacts import read_parquet, write_json, write_meta, write_parquet
+from pearl.artifacts import SENTENCES_SCHEMA, read_artifact, write_json, write_meta, write_parquet
 from pearl.errors import PearlError
 from pearl.labels import LEX_TYPES, shares
 from pearl.log import Stopwatch, get_logger
@@ -81,7 +81,7 @@ def describe_parser(p: ParseParams) -> str:
 
 def run(params: Params, source: Path = INPUT, output: Path = OUTPUT, metrics: Path = METRICS) -> dict:
     p = params.parse
-    texts = read_parquet(source, ["text"], producer="corpus")["text"].to_list()
+    texts = read_artifact(source, SENTENCES_SCHEMA)["text"].to_list()
     if not texts:
         raise PearlError(f"{source} holds no sentences: check the corpus stage's params")
     log.info("parsing %d sentences with backend=%s, n_process=%d", len(texts), p.backend, p.n_process)

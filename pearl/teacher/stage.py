@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from pearl.artifacts import read_parquet, write_json
+from pearl.artifacts import CANDIDATES_SCHEMA, TYPED_PHRASES_SCHEMA, VARIANTS_SCHEMA, read_artifact, write_json
 from pearl.device import resolve_device
 from pearl.log import Stopwatch, get_logger
 from pearl.params import Params
@@ -29,11 +29,11 @@ def teacher_texts(params: Params, phrases: Path, candidates: Path, variants: Pat
     """Distinct texts to encode, in a fixed order, and how many each source added."""
     texts: dict[str, None] = {}
     added = {}
-    sources = [("phrases", read_parquet(phrases, ["phrase"], producer="typing")["phrase"]),
-               ("candidates", read_parquet(candidates, ["candidate"], producer="candidates")["candidate"])]
+    sources = [("phrases", read_artifact(phrases, TYPED_PHRASES_SCHEMA)["phrase"]),
+               ("candidates", read_artifact(candidates, CANDIDATES_SCHEMA)["candidate"])]
     levels = params.teacher.variant_levels
     if levels:
-        cached = read_parquet(variants, ["level", "variant"], producer="augment")
+        cached = read_artifact(variants, VARIANTS_SCHEMA)
         sources += [(f"{level}_variants", cached.filter(pl.col("level") == level)["variant"]) for level in levels]
     for name, column in sources:
         before = len(texts)
@@ -55,7 +55,7 @@ def run(params: Params, phrases: Path = PHRASES, candidates: Path = CANDIDATES, 
     texts, added = teacher_texts(params, phrases, candidates, variants)
     t = params.teacher
     embedder = Embedder(teacher, params.model.teacher_prefix, t.batch_size, params.model.max_length,
-                        resolve_device(params.base.device))
+                        resolve_device(params.base.device), param="model.teacher")
     log.info("encoding %d texts with %s (%s)", len(texts), teacher,
              ", ".join(f"{n} new from {source}" for source, n in added.items()))
     clock = Stopwatch()

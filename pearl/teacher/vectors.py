@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from pearl.artifacts import meta_path, read_parquet, write_meta, write_parquet
+from pearl.artifacts import TEACHER_VECTORS_SCHEMA, meta_path, read_artifact, write_meta, write_parquet
 from pearl.errors import PearlError
 
 VECTORS = Path("data/teacher/vectors.parquet")
@@ -53,7 +53,7 @@ class TeacherVectors:
     @classmethod
     def load(cls, path: Path, expected_model: str) -> TeacherVectors:
         """The stage's vectors, or a one-line error if they are missing or from another teacher."""
-        table = read_parquet(path, ["text", "vector"], producer="teacher")
+        table = read_artifact(path, TEACHER_VECTORS_SCHEMA)
         try:
             made_by = json.loads(meta_path(path).read_text())["teacher"]
         except (OSError, ValueError, KeyError):

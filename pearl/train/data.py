@@ -14,7 +14,7 @@ import numpy as np
 import polars as pl
 import torch
 
-from pearl.artifacts import read_parquet
+from pearl.artifacts import HARD_NEGATIVES_SCHEMA, TYPED_PHRASES_SCHEMA, VARIANTS_SCHEMA, read_artifact
 from pearl.augment.char_level import CharAugmenter
 from pearl.errors import PearlError
 from pearl.teacher.vectors import TeacherVectors
@@ -80,12 +80,12 @@ class TrainingSet:
     @classmethod
     def load(cls, typed: Path, variants: Path, negatives: Path, heldout_fraction: float, seed: int,
              teacher: TeacherVectors | None = None, view_filter: ViewFilter | None = None) -> TrainingSet:
-        table = read_parquet(typed, ["phrase", "label_id"], producer="typing")
+        table = read_artifact(typed, TYPED_PHRASES_SCHEMA)
         phrases = table["phrase"].to_list()
         if len(phrases) < 4:
             raise PearlError(f"{typed}: {len(phrases)} phrases; training needs at least 4")
         index = {p: i for i, p in enumerate(phrases)}
-        cached = read_parquet(variants, ["phrase", "level", "variant"], producer="augment")
+        cached = read_artifact(variants, VARIANTS_SCHEMA)
         by_level = {}
         for level in ("token", "phrase"):
             lists = [[] for _ in phrases]
@@ -97,7 +97,7 @@ class TrainingSet:
                     lists[index[phrase]].append(variant)
             by_level[level] = lists
         # a phrase without any hard negative has one row with a null negative
-        mined = read_parquet(negatives, ["phrase", "negative"], producer="negatives").drop_nulls("negative")
+        mined = read_artifact(negatives, HARD_NEGATIVES_SCHEMA).drop_nulls("negative")
         negative_lists = [[] for _ in phrases]
         for phrase, negative in zip(mined["phrase"].to_list(), mined["negative"].to_list()):
             if phrase in index:

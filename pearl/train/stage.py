@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 
-from pearl.artifacts import atomic_path, write_json
+from pearl.artifacts import atomic_dir, atomic_path, write_json
 from pearl.log import get_logger
 from pearl.model.averaging import average_state
 from pearl.model.export import export_sentence_transformer
 from pearl.model.phrase_model import PhraseModel
-from pearl.model_ids import resolve_model
+from pearl.model_ids import load_failure, resolve_model
 from pearl.params import Params
 from pearl.teacher.vectors import VECTORS
 from pearl.train.loop import TrainInputs, train, type_accuracy
@@ -26,17 +24,6 @@ INPUTS = TrainInputs(Path("data/typed/phrases.parquet"), Path("data/augment/vari
                      Path("data/negatives/hard_negatives.parquet"), VECTORS)
 FINETUNED = Path("models/finetuned")
 EXPORT = Path("models/pearl")
-
-
-def _replace_dir(write, target: Path) -> None:
-    """Write a directory beside `target` and swap it in only when complete."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=target.parent, prefix=f".{target.name}.") as scratch:
-        staged = Path(scratch) / target.name
-        write(staged)
-        if target.exists():
-            shutil.rmtree(target)
-        staged.rename(target)
 
 
 def _mean(rows: list[dict], key: str, first: bool, n: int) -> float | None:
@@ -82,7 +69,8 @@ def run_train(params: Params, inputs: TrainInputs = INPUTS, out_dir: Path = FINE
     log.info("held-out type accuracy %.3f (majority class %.3f); loss %s → %s",
              numbers["heldout_type_accuracy"], numbers["heldout_majority_share"],
              numbers["loss_first_tenth"], numbers["loss_last_tenth"])
-    _replace_dir(result.model.save, out_dir)
+    with atomic_dir(out_dir) as staged:
+        result.model.save(staged)
     with atomic_path(log_path) as tmp:
         pl.DataFrame(result.log_rows).write_csv(tmp)
     write_json({**numbers, **timing}, metrics)
@@ -94,10 +82,14 @@ def run_average(params: Params, source: Path = FINETUNED, out_dir: Path = EXPORT
     from transformers import AutoModel
 
     model = PhraseModel.load(source)
-    original = AutoModel.from_pretrained(resolve_model(model.config.backbone)).state_dict()
+    try:
+        original = AutoModel.from_pretrained(resolve_model(model.config.backbone, "model.backbone")).state_dict()
+    except Exception as error:  # the backbone that was fine-tuned, needed again for its original weights
+        raise load_failure("model.backbone", model.config.backbone, error) from None
     merged, averaged = average_state(original, model.backbone.state_dict(), params.average.alpha)
     model.backbone.load_state_dict(merged)
-    _replace_dir(lambda path: export_sentence_transformer(model, path), out_dir)
+    with atomic_dir(out_dir) as staged:
+        export_sentence_transformer(model, staged)
     probe = ["The New York Times", "NYTimes", "New York Post", "adult male", "grown man"]
     vectors = model.encode(probe)
     numbers = {

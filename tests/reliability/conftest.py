@@ -1,0 +1,189 @@
+"""A scratch pearl project with every artifact made once, and the tools to break one copy of it per case.
+
+Copies share the project's files through hard links: pearl replaces a file by renaming a new one
+over it, never by writing in place, so a run in one copy cannot change another. A case breaks its
+copy the same way (`replace`), never by editing a linked file in place.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import ROOT
+
+PEARL = str(Path(sys.executable).parent / "pearl")
+MINILM = "sentence-transformers/all-MiniLM-L6-v2"  # resolves offline to its PyPI copy
+LONG = "long " * 20_000  # 100,000 characters
+# odd but valid text: right-to-left marks, combining sequences, NUL, a ZWJ emoji, and a lone surrogate
+# (JSON "\ud800", which is not a character at all)
+ODD_SENTENCES = [
+    "The city of Cairo (\u200fالقاهرة\u200f) is the capital of Egypt.",
+    "The cafe\u0301 serves naïve art and Zu\u0308rich chocolate.",
+    "A NUL byte\u0000 sits inside the annual report of the company.",
+    "The family \U0001F468\u200D\U0001F469\u200D\U0001F467 visited the capital of Egypt.",
+    "A lone \ud800 surrogate sits inside the annual report of the company.",
+]
+SENTENCES = [
+    "The New York Times is a newspaper in New York City.",
+    "Stanley Kubrick directed the film in 1968.",
+    "The capital of France is Paris, and the capital of Japan is Tokyo.",
+    "The annual report of the company was published in New York City.",
+    "Stanley Kubrick directed another film about the capital of France.",
+]
+# blocks every outgoing connection in a pearl process and records the attempt
+NO_NETWORK = '''
+import os, socket, sys, traceback
+def _refuse(self, address, *args, **kwargs):
+    caller = [f"{frame.filename.rsplit('/', 2)[-1]}:{frame.lineno}" for frame in traceback.extract_stack()[-12:-1]]
+    with open(os.environ["PEARL_TEST_CONNECTIONS"], "a") as log:
+        log.write(f"{address!r} from `{' '.join(sys.argv[1:])}` at {' < '.join(reversed(caller))}\\n")
+    raise OSError("network blocked by the test")
+socket.socket.connect = _refuse
+socket.socket.connect_ex = _refuse
+socket.create_connection = lambda address, *a, **k: _refuse(None, address)
+'''
+
+
+def toy_benchmark(folder: Path) -> None:
+    """One small valid file per benchmark task the suite breaks."""
+    (folder / "turney").mkdir(parents=True)
+    (folder / "turney" / "turney.txt").write_text(
+        "double star | binary | double | star | dual | lumen | neutralism\n"
+        "bass fiddle | contrabass | bass | fiddle | pitch | violin | speedway\n")
+    (folder / "bird").mkdir()
+    rows = [("access information", "information access", 0.62), ("acid rain", "rain", 0.4), ("acid rain", "banana", 0.05)]
+    (folder / "bird" / "bird.txt").write_text(
+        "pair\tterm1\tterm2\tterm2: unigram or bigram\tsource\trelation\trelatedness score\tpos\n"
+        + "".join(f"x\t{a}\t{b}\tbigram\ts\tNone\t{r}\tn-n\n" for a, b, r in rows))
+    (folder / "ppdb").mkdir()
+    # 900 distinct phrases: enough that the ppdb stage is still encoding when test_interrupts.py stops it
+    pairs = [pair for i in range(300) for pair in ([f"big dog {i}", f"large dog {i}", "pos"], [f"big dog {i}", f"small cat {i}", "neg"])]
+    (folder / "ppdb" / "ppdb.json").write_text(json.dumps(pairs))
+    (folder / "yago").mkdir()
+    (folder / "yago" / "yago_test_samples.txt").write_text("NYC\tNew York City\nBig Apple\tNew York City\nParis\tParis\n")
+    (folder / "conll2003").mkdir()
+    record = {"sentences": [["Obama", "visited", "Paris", "with", "Google"]], "ner": [[[0, 0, "PER"], [2, 2, "LOC"], [4, 4, "ORG"]]]}
+    (folder / "conll2003" / "test.json").write_text((json.dumps(record) + "\n") * 3)
+
+
+def toy_short_text(folder: Path) -> None:
+    for split in ("train", "dev", "test"):
+        atis = folder / "atis" / split
+        atis.mkdir(parents=True)
+        (atis / "seq.in").write_text("show flights to boston\nwhat does fare code q mean\nflights from denver\nfare codes\n" * 3)
+        (atis / "label").write_text("atis_flight\natis_abbreviation\natis_flight\natis_abbreviation\n" * 3)
+
+
+@dataclass
+class Project:
+    root: Path
+
+    def copy(self, to: Path) -> Path:
+        shutil.copytree(self.root, to, copy_function=os.link, symlinks=True)
+        return to
+
+    @property
+    def params(self) -> dict:
+        return yaml.safe_load((self.root / "params.yaml").read_text())
+
+
+def replace(path: Path, data: bytes | str) -> None:
+    """Give `path` new content without touching the file it may share with other copies."""
+    path.unlink(missing_ok=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data.encode() if isinstance(data, str) else data)
+
+
+def pearl(cwd: Path, *args: str, env: dict | None = None, preexec=None, timeout: int = 600) -> subprocess.CompletedProcess:
+    """Run the real `pearl` command in `cwd`, with no network (attempts are logged to cwd/../connections.log)."""
+    return subprocess.run([PEARL, *map(str, args)], cwd=cwd, env=offline_env(cwd, env), capture_output=True, text=True,
+                          preexec_fn=preexec, timeout=timeout)
+
+
+def offline_env(cwd: Path, extra: dict | None = None) -> dict:
+    blocker = cwd.parent / "no-network"
+    blocker.mkdir(exist_ok=True)
+    (blocker / "sitecustomize.py").write_text(NO_NETWORK)
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("HF_", "TRANSFORMERS_", "HUGGINGFACE"))}
+    env.update(PYTHONPATH=str(blocker), PEARL_TEST_CONNECTIONS=str(cwd.parent / "connections.log"),
+               PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}", **(extra or {}))
+    return env
+
+
+def connections(cwd: Path) -> list[str]:
+    log = cwd.parent / "connections.log"
+    return log.read_text().splitlines() if log.is_file() else []
+
+
+def tree(root: Path) -> dict[str, tuple[int, int, int]]:
+    """Every file under `root` with its size, modification time and inode: any write or rename shows."""
+    listing = {}
+    for path in root.rglob("*"):
+        if path.is_file() and "__pycache__" not in path.parts and ".git" not in path.parts:
+            stat = path.stat()
+            listing[str(path.relative_to(root))] = (stat.st_size, stat.st_mtime_ns, stat.st_ino)
+    return listing
+
+
+def one_line_error(result: subprocess.CompletedProcess) -> str:
+    """Non-zero exit, no traceback, and exactly one `error: …` line, the last on stderr."""
+    assert result.returncode != 0, result.stdout[-2000:] + result.stderr[-2000:]
+    assert "Traceback" not in result.stderr, result.stderr[-3000:]
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    errors = [line for line in lines if line.startswith("error: ")]
+    assert len(errors) == 1 and lines[-1] == errors[0], result.stderr[-3000:]
+    return errors[0]
+
+
+def scratch_params(root: Path) -> dict:
+    """Inputs inside the project, named relatively, so that a copy of the project is self-contained."""
+    params = yaml.safe_load((ROOT / "params.yaml").read_text())
+    data = root / "inputs"
+    data.mkdir()
+    corpus = data / "corpus.jsonl"
+    # 30 copies: enough sentences that parse is still at work when tests/reliability/test_interrupts.py stops it
+    corpus.write_text("".join(json.dumps({"text": " ".join(SENTENCES + ODD_SENTENCES)}) + "\n" for _ in range(30))
+                      + json.dumps({"text": LONG}) + "\n")
+    toy_benchmark(data / "bench")
+    toy_short_text(data / "short-text")
+    params["corpus"].update(source="files", files=["inputs/corpus.jsonl"])
+    params["parse"]["n_process"] = 1
+    params["augment"]["nltk_data"] = str(ROOT / "nltk_data")  # git-ignored: prepared by scripts/setup.sh
+    params["model"].update(teacher=MINILM)
+    params["train"].update(batch_size=2, max_steps=6, num_workers=0, checkpoint_every=2)
+    params["bench"].update(data_dir="inputs/bench", short_text_dir="inputs/short-text",
+                           tasks=["turney", "bird", "ppdb", "yago", "conll2003", "atis_s"],
+                           string_tasks=["turney", "bird", "yago"], reference_models=[MINILM], ppdb_seeds=1, atis_seeds=1)
+    return params
+
+
+FRONT_HALF = ["corpus", "parse", "typing", "augment", "candidates", "teacher", "negatives", "train", "average"]
+
+
+@pytest.fixture(scope="session")
+def project(tmp_path_factory) -> Project:
+    """Every stage run once, for real, on a small corpus with odd unicode and a 100,000-character document."""
+    base = tmp_path_factory.mktemp("reliability")
+    root = base / "project"
+    tracked = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                             capture_output=True, text=True, check=True).stdout.split()
+    for name in tracked:
+        if name.startswith(("data/", "metrics/", "models/")) and not name.endswith(".gitignore") or name == "dvc.lock":
+            continue
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / name, root / name)
+    (root / "params.yaml").write_text(yaml.safe_dump(scratch_params(root), sort_keys=False))
+    for stage in FRONT_HALF:
+        result = pearl(root, stage)
+        assert result.returncode == 0, f"{stage}: {result.stderr[-3000:]}"
+    assert connections(root) == [], "the default pipeline tried to reach the network"
+    return Project(root)

@@ -1,0 +1,65 @@
+"""The README's "Reliability" table, made from the cases the suite runs: `python -m tests.reliability.table`.
+
+tests/reliability/test_table.py fails when the README's copy differs, so the table cannot drift."""
+
+from __future__ import annotations
+
+import signal
+
+from tests.reliability.cases import CASES
+from tests.reliability.test_interrupts import STAGES
+from tests.reliability.test_odd_inputs import BENCH_LONG
+
+# (what is tried, the command, what happens, the test that checks it)
+SCENARIOS = [
+    *((f"{'SIGTERM' if stop == signal.SIGTERM else 'kill -9'} during `{stage}`", f"`dvc repro -f {stage}`, stopped after "
+       f"“{marker}” + {delay} s, then `dvc repro {stage}`",
+       "exit ≠ 0" + (", `error: stopped by SIGTERM…`, no temp file left" if stop == signal.SIGTERM else "")
+       + "; the re-run gives byte-identical outputs (dvc.lock hashes)",
+       "test_interrupts.py::test_a_stopped_stage_leaves_no_partial_output_and_reruns_to_the_same_bytes")
+      for stage, (_, marker, delay) in STAGES.items() for stop in (signal.SIGTERM, signal.SIGKILL)),
+    ("the front half run twice", "`dvc repro -f average` over a finished run",
+     "every Parquet, meta and model file byte-identical; metrics identical apart from timing fields",
+     "test_interrupts.py::test_dvc_repro_twice_gives_the_same_bytes"),
+    ("odd unicode in the corpus: RTL marks, e + combining accent, NUL, ZWJ emoji, a lone surrogate; a 100K-character "
+     "document", "every stage, `pearl embed --input`",
+     "marks, NUL and the surrogate become spaces; é is NFC; the ZWJ sequence stays; the 100K document is skipped and "
+     "counted (`sentences_dropped_long`); the export embeds the odd strings to finite vectors",
+     "test_odd_inputs.py::test_odd_unicode_and_a_100k_document_go_through_every_stage"),
+    ("a 100K-character phrase", "typing … average", "every stage completes; the tokenizers truncate it",
+     "test_odd_inputs.py::test_a_100k_character_phrase_goes_through_every_stage"),
+    ("a 1-row phrases table", "typing … negatives", "every stage completes (train refuses: see above)",
+     "test_odd_inputs.py::test_a_one_row_phrases_table_goes_through_every_stage_before_train"),
+    *((f"odd unicode and 100K characters in one item of the {task} file", f"`pearl bench-task {system} {task}`",
+       "scored, finite", "test_odd_inputs.py::test_odd_unicode_and_100k_characters_in_a_benchmark_file_are_scored")
+      for task, (system, _, _) in BENCH_LONG.items()),
+    ("a Hugging Face stream that drops after 3 documents", "`pearl corpus -S corpus.source=wikipedia`",
+     "exit 1, one line: “…the stream failed after 3 documents (ConnectionError: …); run the stage again”; no file changed",
+     "test_faults.py::test_a_stream_that_drops_fails_in_one_line_and_writes_nothing"),
+    ("no network (sockets blocked, hub variables unset)", "every stage, `bench-task` for each system, `embed`, "
+     "`index build`, `link`, `join`, `cluster`, `types`", "no connection attempt; a hub id fails at once naming its param",
+     "test_odd_inputs.py::test_every_pearl_command_stays_offline"),
+]
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def table() -> str:
+    rows = ["| # | case | command | what happens |", "|---|---|---|---|"]
+    for number, case in enumerate(CASES, start=1):
+        expect = case.expect if isinstance(case.expect, str) else " / ".join(case.expect)
+        rows.append(f"| {number} | {_cell(case.name)} | `pearl {_cell(' '.join(case.command))}` | "
+                    f"exit 1, one line: “…{_cell(expect)}…”; no file changed |")
+    for number, (what, command, happens, _) in enumerate(SCENARIOS, start=len(CASES) + 1):
+        rows.append(f"| {number} | {_cell(what)} | {_cell(command)} | {_cell(happens)} |")
+    return "\n".join(rows) + "\n"
+
+
+def count() -> int:
+    return len(CASES) + len(SCENARIOS)
+
+
+if __name__ == "__main__":
+    print(f"{count()} cases\n\n{table()}")

@@ -1,0 +1,117 @@
+"""Stages stopped by SIGTERM or killed with -9 under `dvc repro`, then re-run; and `dvc repro -f` twice.
+
+Each stage is stopped a fixed time after its process starts. Afterwards no output is half-written,
+and a plain `dvc repro` of the stage finishes with the same bytes as the uninterrupted run.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+import yaml
+
+from tests.reliability.conftest import FRONT_HALF, connections, offline_env
+
+pytestmark = pytest.mark.slow
+
+# timings and what depends only on the machine: every other metric must repeat exactly
+TIMING_KEYS = ("seconds", "_per_s", "_s_per_step", "threads", "device")
+
+
+def dvc(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    result = subprocess.run(["dvc", *args], cwd=root, env=offline_env(root), capture_output=True, text=True)
+    assert not check or result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return result
+
+
+def locked_outputs(root: Path) -> dict[str, str]:
+    """Each output's hash in dvc.lock, metrics files left out (they hold timings)."""
+    lock = yaml.safe_load((root / "dvc.lock").read_text())
+    return {out["path"]: out["md5"] for stage in lock["stages"].values() for out in stage.get("outs", [])
+            if not out["path"].startswith("metrics/")}
+
+
+def untimed(path: Path) -> dict:
+    return {key: value for key, value in json.loads(path.read_text()).items() if not any(t in key for t in TIMING_KEYS)}
+
+
+def leftovers(root: Path) -> list[str]:
+    return sorted(str(p.relative_to(root)) for folder in ("data", "models", "metrics") if (root / folder).exists()
+                  for p in (root / folder).rglob("*") if p.name.endswith((".tmp", ".staging")))
+
+
+@pytest.fixture(scope="module")
+def repo(project, tmp_path_factory) -> Path:
+    """The scratch project as a git + DVC repository whose front half is recorded as up to date."""
+    root = tmp_path_factory.mktemp("dvc") / "project"
+    shutil.copytree(project.root, root)  # a real copy: DVC moves outputs into its cache
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    for command in (["git", "init", "-q"], [*git, "add", "-A"], [*git, "commit", "-qm", "scratch"]):
+        subprocess.run(command, cwd=root, check=True, capture_output=True)
+    dvc(root, "commit", "-f", *FRONT_HALF)
+    dvc(root, "repro", "--single-item", "bench_base@ppdb")
+    return root
+
+
+def test_dvc_repro_twice_gives_the_same_bytes(repo):
+    """Every Parquet, meta file and model file repeats byte for byte; metrics repeat apart from timings."""
+    first = locked_outputs(repo)
+    metrics = {path: untimed(path) for path in (repo / "metrics").glob("*.json")}
+    dvc(repo, "repro", "-f", "average")
+    assert locked_outputs(repo) == first
+    assert {path: untimed(path) for path in (repo / "metrics").glob("*.json")} == metrics
+    assert connections(repo) == []
+
+
+# stage → (its script, a log line that shows its work under way, seconds to wait after it)
+STAGES = {"parse": ("stages/parse.py", "pearl.parse: parsing", 0.5),
+          "augment": ("stages/augment.py", "pearl.augment:", 1.0),
+          "candidates": ("stages/candidates.py", "pearl.candidates: shared words", 0.2),
+          "train": ("stages/train.py", "pearl.train: training", 1.0),
+          "bench_base@ppdb": ("stages/bench.py", "Loading SentenceTransformer model", 1.0)}
+
+
+def _stage_process(dvc_run: subprocess.Popen, script: str) -> psutil.Process:
+    for child in psutil.Process(dvc_run.pid).children(recursive=True):
+        try:
+            command = child.cmdline()
+        except psutil.NoSuchProcess:
+            continue
+        if command and "python" in Path(command[0]).name and script in command:
+            return child
+    raise AssertionError(f"no process runs {script}")
+
+
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "kill -9"])
+@pytest.mark.parametrize("stage", list(STAGES))
+def test_a_stopped_stage_leaves_no_partial_output_and_reruns_to_the_same_bytes(repo, stage, stop):
+    script, marker, delay = STAGES[stage]
+    outputs = locked_outputs(repo)
+    score = json.loads((repo / "metrics/bench/base/ppdb.json").read_text())["score"]
+    run = subprocess.Popen(["dvc", "repro", "-f", "--single-item", stage], cwd=repo, env=offline_env(repo),
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    log = []
+    for line in run.stdout:
+        log.append(line)
+        if marker in line:
+            break
+    time.sleep(delay)
+    process = _stage_process(run, script)
+    process.send_signal(stop)
+    rest, _ = run.communicate(timeout=300)
+    log = "".join(log) + rest
+    assert run.returncode != 0, log[-3000:]
+    if stop == signal.SIGTERM:
+        assert "error: stopped by SIGTERM" in log and "Traceback" not in log, log[-3000:]
+        assert leftovers(repo) == []
+    dvc(repo, "repro", "--single-item", stage)  # DVC sees the missing output and runs the stage again
+    assert leftovers(repo) == []
+    assert locked_outputs(repo) == outputs
+    assert json.loads((repo / "metrics/bench/base/ppdb.json").read_text())["score"] == score

@@ -141,10 +141,11 @@ TYPED_PHRASES_SCHEMA = ArtifactSchema(
     "typing", {"phrase": Column("text"), "label_id": Column("int", bounds=(0, len(LABELS) - 1))},
     key=("phrase",), min_rows=1,
     extra={"lex_type": Column("text", values=LEX_TYPES), "label": Column("text", values=LABELS)})
+# two methods may make the same variant of a phrase (a WordNet and an embedding synonym): one row each
 VARIANTS_SCHEMA = ArtifactSchema(
     "augment", {"phrase": Column("text"), "level": Column("text", values=("char", "token", "phrase")),
-                "variant": Column("text")},
-    key=("phrase", "level", "variant"), extra={"method": Column("text")})
+                "method": Column("text"), "variant": Column("text")},
+    key=("phrase", "level", "method", "variant"))
 CANDIDATES_SCHEMA = ArtifactSchema(
     "candidates", {"phrase": Column("text"), "candidate": Column("text"), "edit_sim": Column("float", bounds=(0, 1))},
     key=("phrase", "candidate"))

@@ -3,8 +3,8 @@ import pyarrow as pa
 import pytest
 
 from pearl.artifacts import (
-    HARD_NEGATIVES_SCHEMA, PHRASES_SCHEMA, SENTENCES_SCHEMA, TEACHER_VECTORS_SCHEMA, ParquetStreamWriter, atomic_path, meta_path, read_artifact,
-    write_json, write_parquet,
+    HARD_NEGATIVES_SCHEMA, PHRASES_SCHEMA, SENTENCES_SCHEMA, TEACHER_VECTORS_SCHEMA, VARIANTS_SCHEMA,
+    ParquetStreamWriter, atomic_path, meta_path, read_artifact, write_json, write_parquet,
 )
 from pearl.errors import PearlError
 
@@ -100,6 +100,17 @@ def test_read_artifact_allows_declared_nulls_and_checks_vectors(tmp_path):
     write_parquet(pl.DataFrame({"text": ["a", "b"], "vector": [[0.1, 0.2], [0.3]]}), vectors)
     with pytest.raises(PearlError, match="vectors of different lengths"):
         read_artifact(vectors, TEACHER_VECTORS_SCHEMA)
+
+
+def test_two_methods_may_make_the_same_variant_but_one_method_only_once(tmp_path):
+    path = tmp_path / "variants.parquet"
+    rows = {"phrase": ["the southwest"] * 2, "level": ["token"] * 2, "method": ["wordnet", "embedding_synonym"],
+            "variant": ["the south-west"] * 2}
+    write_parquet(pl.DataFrame(rows), path)
+    assert read_artifact(path, VARIANTS_SCHEMA).height == 2
+    write_parquet(pl.DataFrame({**rows, "method": ["wordnet"] * 2}), path)
+    with pytest.raises(PearlError, match=r"row 1 repeats the key \(phrase, level, method, variant\)"):
+        read_artifact(path, VARIANTS_SCHEMA)
 
 
 def test_read_artifact_names_the_corrupt_row_group(tmp_path):

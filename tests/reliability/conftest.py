@@ -91,10 +91,6 @@ class Project:
         shutil.copytree(self.root, to, copy_function=os.link, symlinks=True)
         return to
 
-    @property
-    def params(self) -> dict:
-        return yaml.safe_load((self.root / "params.yaml").read_text())
-
 
 def replace(path: Path, data: bytes | str) -> None:
     """Give `path` new content without touching the file it may share with other copies."""
@@ -103,19 +99,19 @@ def replace(path: Path, data: bytes | str) -> None:
     path.write_bytes(data.encode() if isinstance(data, str) else data)
 
 
-def pearl(cwd: Path, *args: str, env: dict | None = None, preexec=None, timeout: int = 600) -> subprocess.CompletedProcess:
+def pearl(cwd: Path, *args: str, preexec=None, timeout: int = 600) -> subprocess.CompletedProcess:
     """Run the real `pearl` command in `cwd`, with no network (attempts are logged to cwd/../connections.log)."""
-    return subprocess.run([PEARL, *map(str, args)], cwd=cwd, env=offline_env(cwd, env), capture_output=True, text=True,
+    return subprocess.run([PEARL, *map(str, args)], cwd=cwd, env=offline_env(cwd), capture_output=True, text=True,
                           preexec_fn=preexec, timeout=timeout)
 
 
-def offline_env(cwd: Path, extra: dict | None = None) -> dict:
+def offline_env(cwd: Path) -> dict:
     blocker = cwd.parent / "no-network"
     blocker.mkdir(exist_ok=True)
     (blocker / "sitecustomize.py").write_text(NO_NETWORK)
     env = {key: value for key, value in os.environ.items() if not key.startswith(("HF_", "TRANSFORMERS_", "HUGGINGFACE"))}
     env.update(PYTHONPATH=str(blocker), PEARL_TEST_CONNECTIONS=str(cwd.parent / "connections.log"),
-               PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}", **(extra or {}))
+               PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
     return env
 
 

@@ -140,6 +140,7 @@ class TrainParams:
     temperature: Annotated[float, Field(gt=0)]
     type_weight: Annotated[float, Field(ge=0)]
     distill_weight: Annotated[float, Field(ge=0)]
+    distill_loss: Literal["kl", "correlation"]
     view_min_cos: Annotated[float, Field(ge=-1, le=1)] | None
     p_char: Probability
     p_token: Probability

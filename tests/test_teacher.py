@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from pearl.errors import PearlError
-from pearl.model.loss import cosine_logits, distill_kl
+from pearl.model.loss import cosine_logits, distill_correlation, distill_kl
 from pearl.teacher.vectors import TeacherVectors
 
 PHRASES = ["The New York Times", "New York Post", "New York", "adult male", "grown man", "river bank"]
@@ -73,6 +73,27 @@ def test_distillation_is_zero_when_the_student_ranks_like_the_teacher_and_finite
     assert distill_kl(anchors, candidates, moved, exclude, 0.07).item() == pytest.approx(loss.item(), rel=1e-6)
     moved[1, 2] = 0.99
     assert distill_kl(anchors, candidates, moved, exclude, 0.07).item() != pytest.approx(loss.item(), rel=1e-3)
+
+
+def test_correlation_distillation_ignores_each_rows_offset_and_scale_but_not_its_order():
+    torch.manual_seed(0)
+    anchors, candidates = torch.randn(4, 8, requires_grad=True), torch.randn(6, 8)
+    student = cosine_logits(anchors, candidates, 1.0).detach()
+    exclude = torch.zeros(4, 6, dtype=torch.bool)
+    exclude[0, 3] = exclude[2, 1] = True
+    # a teacher whose cosines are the student's shifted and scaled per row: nothing to learn
+    rescaled = 0.3 * student - torch.arange(4.0).unsqueeze(1) * 0.1
+    assert distill_correlation(anchors, candidates, rescaled, exclude).item() == pytest.approx(0, abs=1e-5)
+    other = torch.rand(4, 6) * 2 - 1
+    loss = distill_correlation(anchors, candidates, other, exclude)
+    loss.backward()
+    assert 0.1 < loss.item() <= 2 and torch.isfinite(anchors.grad).all() and anchors.grad.abs().sum() > 0
+    # neither an excluded candidate's teacher cosine nor the positive's matters; another one does
+    moved = other.clone()
+    moved[0, 3] = moved[1, 1] = 0.99
+    assert distill_correlation(anchors, candidates, moved, exclude).item() == pytest.approx(loss.item(), rel=1e-6)
+    moved[1, 2] = 0.99
+    assert distill_correlation(anchors, candidates, moved, exclude).item() != pytest.approx(loss.item(), rel=1e-3)
 
 
 def test_view_filter_keeps_views_the_teacher_reads_as_their_phrase(tmp_path):

@@ -150,6 +150,13 @@ def test_a_teacher_without_distillation_is_the_recipe_without_one(make_params, t
     # same batches and same first forward: the total differs by exactly the weighted distillation term
     first = taught_log.row(0, named=True)
     assert first["loss"] == pytest.approx(plain_log["loss"][0] + 2.0 * first["distill"], abs=1e-4)
+    correlated, correlated_log = _train(_params(make_params, tiny_encoder, tmp_path, model__teacher="toy-teacher",
+                                                train__distill_weight=2.0, train__distill_loss="correlation"),
+                                        toy, tmp_path / "e")
+    first = correlated_log.row(0, named=True)
+    assert (correlated["distill_loss"], taught["distill_loss"], plain["distill_loss"]) == ("correlation", "kl", "none")
+    assert first["distill"] != pytest.approx(taught_log["distill"][0], rel=1e-3)
+    assert first["loss"] == pytest.approx(plain_log["loss"][0] + 2.0 * first["distill"], abs=1e-4)
     with pytest.raises(PearlError, match="holds vectors of 'toy-teacher'"):
         _train(_params(make_params, tiny_encoder, tmp_path, model__teacher="another", train__distill_weight=1.0),
                toy, tmp_path / "d")

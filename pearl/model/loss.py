@@ -2,9 +2,11 @@
 
 Equation 2 of the paper with in-batch and hard negatives, equation 3 on both views, total as
 equation 4 with a weight on the type term (0 turns the auxiliary task off, for the ablation).
-An optional third term distils a teacher: the KL divergence from the teacher's distribution over
-each anchor's negatives (softmaxed cosines) to the student's. It compares similarities, not
-vectors, so the two models' dimensions need not match.
+An optional third term distils a teacher, comparing similarities rather than vectors so that the
+two models' dimensions need not match: either the KL divergence from the teacher's distribution
+over each anchor's negatives (softmaxed cosines) to the student's, or one minus the Pearson
+correlation of each anchor's row of cosines with the teacher's row (similarity-preserving
+distillation: every pair in the batch carries signal, not only the teacher's top few).
 """
 
 from __future__ import annotations
@@ -65,9 +67,33 @@ def distill_kl(anchors: torch.Tensor, candidates: torch.Tensor, teacher_cos: tor
     return F.kl_div(F.log_softmax(student, -1), F.softmax(teacher, -1), reduction="batchmean")
 
 
+def distill_correlation(anchors: torch.Tensor, candidates: torch.Tensor, teacher_cos: torch.Tensor,
+                        exclude: torch.Tensor | None) -> torch.Tensor:
+    """1 − Pearson r of the student's and the teacher's cosines over each anchor's candidates,
+    averaged over anchors; the positive and the excluded candidates are left out, as in
+    `distill_kl`. Correlation ignores each row's offset and scale, so the student keeps its own
+    calibration (all-mpnet-base-v2's cosines run lower than MiniLM's) and learns the ordering and
+    relative distances.
+    """
+    student = cosine_logits(anchors, candidates, 1.0)
+    keep = torch.ones_like(student, dtype=torch.bool)
+    keep[:, : len(anchors)].fill_diagonal_(False)
+    if exclude is not None:
+        keep &= ~exclude
+    weight = keep.float() / keep.sum(-1, keepdim=True).clamp(min=1)
+
+    def centred(x: torch.Tensor) -> torch.Tensor:
+        x = x - (x * weight).sum(-1, keepdim=True)
+        return x * keep / ((x * x * weight).sum(-1, keepdim=True).sqrt() + 1e-8)
+
+    r = (centred(student) * centred(teacher_cos.float()) * weight).sum(-1)
+    return (1 - r).mean()
+
+
 def pearl_loss(vectors: torch.Tensor, n_anchors: int, labels: torch.Tensor, exclude: torch.Tensor | None,
                type_head: nn.Module, temperature: float, type_weight: float,
-               teacher_cos: torch.Tensor | None = None, distill_weight: float = 0.0) -> LossParts:
+               teacher_cos: torch.Tensor | None = None, distill_weight: float = 0.0,
+               distill_loss: str = "kl") -> LossParts:
     """`vectors` = anchors, then their positives (same order), then hard negatives;
     `teacher_cos[i, j]` the teacher's cosine of anchor i and candidate j."""
     anchors, candidates = vectors[:n_anchors], vectors[n_anchors:]
@@ -79,7 +105,8 @@ def pearl_loss(vectors: torch.Tensor, n_anchors: int, labels: torch.Tensor, excl
     total = contrastive + type_weight * type_loss if type_weight > 0 else contrastive
     distill = torch.zeros((), device=vectors.device)
     if teacher_cos is not None and distill_weight > 0:
-        distill = distill_kl(anchors, candidates, teacher_cos, exclude, temperature)
+        distill = (distill_kl(anchors, candidates, teacher_cos, exclude, temperature) if distill_loss == "kl"
+                   else distill_correlation(anchors, candidates, teacher_cos, exclude))
         total = total + distill_weight * distill
     correct = (logits[:n_anchors].argmax(-1) == labels).sum()
     return LossParts(total, contrastive.detach(), type_loss.detach(), distill.detach(), correct.detach())

@@ -123,7 +123,7 @@ def _step(model: PhraseModel, batch: Batch, params: Params, device, autocast, wo
     def loss_of(vectors: torch.Tensor) -> LossParts:
         with autocast():
             return pearl_loss(vectors, batch.n_anchors, labels, exclude, model.type_head, t.temperature, t.type_weight,
-                              teacher_cos, t.distill_weight)
+                              teacher_cos, t.distill_weight, t.distill_loss)
 
     n = len(batch.texts)
     if t.grad_cache:

@@ -46,6 +46,7 @@ def run_train(params: Params, inputs: TrainInputs = INPUTS, out_dir: Path = FINE
         "char_encoder": params.model.char_encoder,
         "teacher": params.model.teacher or "none",
         "distill_weight": params.train.distill_weight if data.teacher is not None else 0.0,
+        "distill_loss": params.train.distill_loss if data.teacher is not None else "none",
         "device": result.device,
         "precision": result.precision,
         "world_size": result.world.size,

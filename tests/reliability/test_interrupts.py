@@ -52,6 +52,11 @@ def repo(project, tmp_path_factory) -> Path:
     """The scratch project as a git + DVC repository whose front half is recorded as up to date."""
     root = tmp_path_factory.mktemp("dvc") / "project"
     shutil.copytree(project.root, root)  # a real copy: DVC moves outputs into its cache
+    # enough probe seeds that a stop sent a second after the model loads lands while the bench works;
+    # with the project's one seed, a fast machine finished the stage (0.8 s) before the signal came
+    params = yaml.safe_load((root / "params.yaml").read_text())
+    params["bench"]["ppdb_seeds"] = 60
+    (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
     for command in (["git", "init", "-q"], [*git, "add", "-A"], [*git, "commit", "-qm", "scratch"]):
         subprocess.run(command, cwd=root, check=True, capture_output=True)

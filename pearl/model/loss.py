@@ -46,6 +46,14 @@ def cosine_logits(anchors: torch.Tensor, candidates: torch.Tensor, temperature: 
         return F.normalize(anchors.float(), dim=-1) @ F.normalize(candidates.float(), dim=-1).T / temperature
 
 
+def _positive_or_excluded(logits: torch.Tensor, exclude: torch.Tensor | None) -> torch.Tensor:
+    """Which candidates distillation leaves out: each anchor's positive (candidate i of anchor i)
+    and the excluded ones."""
+    mask = torch.zeros_like(logits, dtype=torch.bool)
+    mask[:, : len(logits)].fill_diagonal_(True)
+    return mask | exclude if exclude is not None else mask
+
+
 def distill_kl(anchors: torch.Tensor, candidates: torch.Tensor, teacher_cos: torch.Tensor,
                exclude: torch.Tensor | None, temperature: float) -> torch.Tensor:
     """KL(teacher ‖ student) over each anchor's negatives, averaged over anchors.
@@ -58,10 +66,7 @@ def distill_kl(anchors: torch.Tensor, candidates: torch.Tensor, teacher_cos: tor
     """
     student = cosine_logits(anchors, candidates, temperature)
     teacher = teacher_cos.float() / temperature
-    leave_out = torch.zeros_like(student, dtype=torch.bool)
-    leave_out[:, : len(anchors)].fill_diagonal_(True)
-    if exclude is not None:
-        leave_out |= exclude
+    leave_out = _positive_or_excluded(student, exclude)
     student = student.masked_fill(leave_out, -1e4)
     teacher = teacher.masked_fill(leave_out, -1e4)
     return F.kl_div(F.log_softmax(student, -1), F.softmax(teacher, -1), reduction="batchmean")
@@ -76,10 +81,7 @@ def distill_correlation(anchors: torch.Tensor, candidates: torch.Tensor, teacher
     relative distances.
     """
     student = cosine_logits(anchors, candidates, 1.0)
-    keep = torch.ones_like(student, dtype=torch.bool)
-    keep[:, : len(anchors)].fill_diagonal_(False)
-    if exclude is not None:
-        keep &= ~exclude
+    keep = ~_positive_or_excluded(student, exclude)
     weight = keep.float() / keep.sum(-1, keepdim=True).clamp(min=1)
 
     def centred(x: torch.Tensor) -> torch.Tensor:

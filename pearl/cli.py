@@ -92,6 +92,8 @@ _STAGES = {
               "Fine-tune the backbone with the character encoder and type head → models/finetuned."),
     "average": ("pearl.train.stage", "run_average",
                 "Average original and fine-tuned weights; export for sentence-transformers → models/pearl."),
+    "figure4": ("pearl.experiments.tsne", "run",
+                "t-SNE of typed phrases, untuned backbone beside the model, with silhouettes → metrics/figure4/*.png."),
 }
 
 
@@ -423,6 +425,58 @@ def report(params: ParamsOption = Path("params.yaml"), set_: SetOption = None) -
         typer.echo(Path("metrics/summary.md").read_text())
 
     _run(summarise, params, set_)
+
+
+experiments_app = typer.Typer(help="The papers' experiments (experiments/*.yaml) as DVC experiments, and their tables.",
+                               no_args_is_help=True)
+app.add_typer(experiments_app, name="experiments")
+
+
+def _csv(value: str | None, cast: Callable = str) -> list | None:
+    return [cast(v) for v in value.split(",") if v] if value else None
+
+
+@experiments_app.command("run")
+def experiments_run(
+    table: Annotated[str, typer.Argument(help="a table of experiments/: table3, table4, figure5, figure5full")],
+    rows: Annotated[str | None, typer.Option(help="comma-separated rows; default: all")] = None,
+    seeds: Annotated[str | None, typer.Option(help="comma-separated training seeds; default: the table's")] = None,
+    suite: Annotated[str, typer.Option(help="tune, test or both: which bench stages each experiment runs")] = "tune",
+    dry_run: Annotated[bool, typer.Option(help="print the `dvc exp run` commands instead")] = False,
+    params: ParamsOption = Path("params.yaml"),
+) -> None:
+    """Run a table's rows × seeds one by one as `dvc exp run -n TABLE-ROW-sSEED`, skipping those finished
+    on this commit; then `pearl experiments results`."""
+    from pearl.experiments import shell
+    from pearl.experiments.definitions import EXPERIMENTS_DIR, SUITES, load_table
+    from pearl.experiments.results import finished_experiments
+    from pearl.experiments.runner import run_all
+
+    def work() -> None:
+        if suite not in ("tune", "test", "both"):
+            raise PearlError(f"--suite {suite!r}: tune, test or both")
+        targets = SUITES["tune"] + SUITES["test"] if suite == "both" else SUITES[suite]
+        definition = load_table(EXPERIMENTS_DIR / f"{table}.yaml", params)
+        runs = definition.runs(tuple(_csv(seeds, int)) if seeds else None, _csv(rows))
+        head = shell.run(["git", "rev-parse", "HEAD"]).strip()
+        done = set() if dry_run else {f.name for f in finished_experiments() if f.baseline == head}
+        run_all(runs, load_params(params).base.seed, targets, done, dry_run)
+
+    _product(work)
+
+
+@experiments_app.command("results")
+def experiments_results(params: ParamsOption = Path("params.yaml")) -> None:
+    """Gather the finished experiments → metrics/experiments.{json,md} and the sweeps' plot files."""
+    from pearl.experiments.definitions import load_tables
+    from pearl.experiments.results import finished_experiments, write_results
+
+    def work() -> None:
+        write_results(load_tables(params_path=params), load_params(params), finished_experiments(),
+                      Path("metrics/experiments.json"), Path("metrics/experiments.md"), Path("metrics/experiments"))
+        typer.echo(Path("metrics/experiments.md").read_text())
+
+    _product(work)
 
 
 def main(args: list[str] | None = None) -> None:

@@ -129,6 +129,7 @@ Probability = Annotated[float, Field(ge=0, le=1)]
 
 @dataclass(config=_SCHEMA)
 class TrainParams:
+    seed: NonNegativeInt | None
     batch_size: Annotated[int, Field(ge=2)]
     hard_negatives: NonNegativeInt
     epochs: PositiveInt
@@ -138,6 +139,7 @@ class TrainParams:
     lr_decay_rate: Annotated[float, Field(gt=0, le=1)]
     lr_decay_steps: PositiveInt
     temperature: Annotated[float, Field(gt=0)]
+    contrastive_weight: Annotated[float, Field(ge=0)]
     type_weight: Annotated[float, Field(ge=0)]
     distill_weight: Annotated[float, Field(ge=0)]
     distill_loss: Literal["kl", "correlation"]
@@ -159,6 +161,13 @@ class TrainParams:
 @dataclass(config=_SCHEMA)
 class AverageParams:
     alpha: Probability
+
+
+@dataclass(config=_SCHEMA)
+class Figure4Params:
+    per_type: Annotated[int, Field(ge=2)]
+    phrase_types: Annotated[int, Field(ge=2)]
+    perplexity: Annotated[float, Field(gt=0)]
 
 
 @dataclass(config=_SCHEMA)
@@ -198,6 +207,7 @@ class Params:
     train: TrainParams
     average: AverageParams
     bench: BenchParams
+    figure4: Figure4Params
 
     def __post_init__(self) -> None:
         if self.parse.min_words > self.parse.max_words:
@@ -211,6 +221,10 @@ class Params:
             raise PearlError(
                 "params: corpus.min_sentence_chars exceeds corpus.max_sentence_chars"
             )
+        t = self.train
+        if t.contrastive_weight == 0 and t.type_weight == 0 and (t.distill_weight == 0 or self.model.teacher is None):
+            raise PearlError("params: train.contrastive_weight, train.type_weight and train.distill_weight "
+                             "(or model.teacher) leave no loss to train on: set one above 0")
         if self.corpus.source == "files" and not self.corpus.files:
             raise PearlError("params: corpus.source is 'files' but corpus.files is empty")
         for key, allowed in (("tasks", ALL_TASKS), ("tune_tasks", TUNE_TASKS), ("string_tasks", STRING_TASKS)):

@@ -78,6 +78,9 @@ def test_type_weight_zero_leaves_the_contrastive_loss_alone():
     on = pearl_loss(vectors, 3, labels, None, head, 0.07, 2.0)
     assert torch.isclose(off.total, off.contrastive)
     assert torch.isclose(on.total, on.contrastive + 2.0 * on.type_loss)
+    no_contrastive = pearl_loss(vectors, 3, labels, None, head, 0.07, 2.0, contrastive_weight=0.0)
+    assert torch.isclose(no_contrastive.total, 2.0 * on.type_loss)
+    assert torch.isclose(no_contrastive.contrastive, on.contrastive)  # still logged
 
 
 def test_grad_cache_gives_the_loss_and_gradients_of_one_big_pass(tiny_encoder):

@@ -47,6 +47,7 @@ def test_unknown_section_is_rejected(make_params):
         ({"corpus__max_docs": 2.5}, "corpus.max_docs=2.5"),
         ({"parse__min_words": 9}, "parse.min_words (9) exceeds parse.max_words (8)"),
         ({"corpus__source": "files"}, "corpus.files is empty"),
+        ({"train__contrastive_weight": 0, "train__type_weight": 0, "model__teacher": None}, "leave no loss"),
     ],
 )
 def test_wrong_values_fail_in_one_line(make_params, override, message):

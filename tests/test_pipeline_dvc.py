@@ -38,6 +38,11 @@ def _toy_benchmark(folder: Path) -> None:
     header = "pair\tterm1\tterm2\tterm2: unigram or bigram\tsource\trelation\trelatedness score\tpos\n"
     rows = [("access information", "information access", 0.62), ("acid rain", "rain", 0.4), ("acid rain", "banana", 0.05)]
     (folder / "bird" / "bird.txt").write_text(header + "".join(f"x\t{a}\t{b}\tbigram\ts\tNone\t{r}\tn-n\n" for a, b, r in rows))
+    for task, kinds in (("conll2003", ("PER", "LOC", "ORG")), ("bc5cdr", ("Chemical", "Disease"))):
+        words = [f"{kind} {i}" for kind in kinds for i in range(3)]
+        (folder / task).mkdir()
+        (folder / task / "test.json").write_text(json.dumps(
+            {"sentences": [words], "ner": [[[i, i, kinds[i // 3]] for i in range(len(words))]]}) + "\n")
 
 
 @pytest.mark.slow
@@ -62,6 +67,7 @@ def test_dvc_repro_then_noop_then_experiment(tmp_path):
                            general_dir=str(tmp_path / "general"), tune_tasks=["rw"],
                            reference_models=["sentence-transformers/all-MiniLM-L6-v2"])  # offline in the tests
     params["model"]["teacher"] = "sentence-transformers/all-MiniLM-L6-v2"  # offline in the tests
+    params["figure4"].update(per_type=3, perplexity=2.0)
     params["train"].update(batch_size=2, max_steps=3, checkpoint_dir=str(tmp_path / "checkpoints"), num_workers=0)
     (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
 
@@ -91,6 +97,8 @@ def test_dvc_repro_then_noop_then_experiment(tmp_path):
     assert set(negatives["phrase"]) == set(typed["phrase"])
     assert json.loads((repo / "metrics/train.json").read_text())["steps"] == 3
     assert (repo / "models/pearl/modules.json").is_file() and "2_CharFeatures" in (repo / "models/pearl/modules.json").read_text()
+    figure4 = json.loads((repo / "metrics/figure4.json").read_text())
+    assert figure4["conll2003"]["phrases"] == 9 and (repo / "metrics/figure4/phrases.png").is_file()
     assert "up to date" in _run(["dvc", "repro"], repo, env)
 
     _run([*git, "add", "-A"], repo, env)

@@ -115,6 +115,11 @@ def test_same_seed_same_trace_and_a_crash_resumes_to_the_same_model(make_params,
     assert numbers["steps"] == 6 and reference.height == 6 and not (tmp_path / "ckpt" / "latest.pt").exists()
     _, again = _train(params, toy, tmp_path / "b")
     assert reference.select("step", "loss", "contrastive", "type_loss").equals(again.select("step", "loss", "contrastive", "type_loss"))
+    # train.seed alone varies training: equal to base.seed it is the same run, another draws other batches
+    _, same = _train(_params(make_params, tiny_encoder, tmp_path, train__seed=params.base.seed), toy, tmp_path / "s1")
+    reseeded, other = _train(_params(make_params, tiny_encoder, tmp_path, train__seed=params.base.seed + 1), toy, tmp_path / "s2")
+    assert same["loss"].equals(reference["loss"]) and not other["loss"].equals(reference["loss"])
+    assert reseeded["seed"] == params.base.seed + 1 and numbers["seed"] == params.base.seed
 
     real_step, calls = loop._step, []
 

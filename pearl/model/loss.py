@@ -1,7 +1,7 @@
 """The training objective: InfoNCE over (phrase, augmented view) plus the type head's cross-entropy.
 
 Equation 2 of the paper with in-batch and hard negatives, equation 3 on both views, total as
-equation 4 with a weight on the type term (0 turns the auxiliary task off, for the ablation).
+equation 4 with a weight on each term (0 turns a term off, for the ablations).
 An optional third term distils a teacher, comparing similarities rather than vectors so that the
 two models' dimensions need not match: either the KL divergence from the teacher's distribution
 over each anchor's negatives (softmaxed cosines) to the student's, or one minus the Pearson
@@ -94,7 +94,7 @@ def distill_correlation(anchors: torch.Tensor, candidates: torch.Tensor, teacher
 
 def pearl_loss(vectors: torch.Tensor, n_anchors: int, labels: torch.Tensor, exclude: torch.Tensor | None,
                type_head: nn.Module, temperature: float, type_weight: float,
-               teacher_cos: torch.Tensor | None = None, distill_weight: float = 0.0,
+               contrastive_weight: float = 1.0, teacher_cos: torch.Tensor | None = None, distill_weight: float = 0.0,
                distill_loss: str = "kl") -> LossParts:
     """`vectors` = anchors, then their positives (same order), then hard negatives;
     `teacher_cos[i, j]` the teacher's cosine of anchor i and candidate j."""
@@ -104,7 +104,9 @@ def pearl_loss(vectors: torch.Tensor, n_anchors: int, labels: torch.Tensor, excl
     logits = type_head(views).float()
     both = torch.cat([labels, labels])
     type_loss = F.cross_entropy(logits, both)
-    total = contrastive + type_weight * type_loss if type_weight > 0 else contrastive
+    total = contrastive_weight * contrastive
+    if type_weight > 0:
+        total = total + type_weight * type_loss
     distill = torch.zeros((), device=vectors.device)
     if teacher_cos is not None and distill_weight > 0:
         distill = (distill_kl(anchors, candidates, teacher_cos, exclude, temperature) if distill_loss == "kl"

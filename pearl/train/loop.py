@@ -76,9 +76,13 @@ def seed_dropout(seed: int, rank: int, step: int) -> None:
     torch.manual_seed(int(np.random.SeedSequence([seed, rank, step]).generate_state(1)[0]))
 
 
+def training_seed(params: Params) -> int:
+    return params.base.seed if params.train.seed is None else params.train.seed
+
+
 def sampling_for(params: Params) -> Sampling:
     t = params.train
-    return Sampling(params.base.seed, t.batch_size, t.hard_negatives,
+    return Sampling(training_seed(params), t.batch_size, t.hard_negatives,
                     {"char": t.p_char, "token": t.p_token, "phrase": t.p_phrase, "none": t.p_identity})
 
 
@@ -123,7 +127,7 @@ def _step(model: PhraseModel, batch: Batch, params: Params, device, autocast, wo
     def loss_of(vectors: torch.Tensor) -> LossParts:
         with autocast():
             return pearl_loss(vectors, batch.n_anchors, labels, exclude, model.type_head, t.temperature, t.type_weight,
-                              teacher_cos, t.distill_weight, t.distill_loss)
+                              t.contrastive_weight, teacher_cos, t.distill_weight, t.distill_loss)
 
     n = len(batch.texts)
     if t.grad_cache:
@@ -152,10 +156,11 @@ def train(params: Params, inputs: TrainInputs) -> TrainResult:
     if precision == "bf16" and device_name == "cpu":
         log.warning("bf16 autocast on CPU is slow on most CPUs; train.precision=fp32 is the CPU default")
 
-    torch.manual_seed(params.base.seed)
+    seed = training_seed(params)
+    torch.manual_seed(seed)
     model = PhraseModel(model_config(params)).to(device)
     teacher, view_filter = teacher_inputs(params, inputs.teacher)
-    data = TrainingSet.load(inputs.typed, inputs.variants, inputs.negatives, t.heldout_fraction, params.base.seed,
+    data = TrainingSet.load(inputs.typed, inputs.variants, inputs.negatives, t.heldout_fraction, seed,
                             teacher, view_filter)
     per_epoch = data.steps_per_epoch(t.batch_size)
     if per_epoch == 0:
@@ -196,7 +201,7 @@ def train(params: Params, inputs: TrainInputs) -> TrainResult:
     progress = tqdm(batches, initial=start, total=total, desc="train", disable=not world.main, mininterval=5)
     for k, batch in enumerate(progress):
         step = start + k
-        seed_dropout(params.base.seed, world.rank, step)
+        seed_dropout(seed, world.rank, step)
         optimizer.zero_grad(set_to_none=True)
         parts = _step(model, batch, params, device, autocast, world)
         average_gradients(model, world)

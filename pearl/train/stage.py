@@ -16,7 +16,7 @@ from pearl.model.phrase_model import PhraseModel
 from pearl.model_ids import load_failure, resolve_model
 from pearl.params import Params
 from pearl.teacher.vectors import VECTORS
-from pearl.train.loop import TrainInputs, train, type_accuracy
+from pearl.train.loop import TrainInputs, train, training_seed, type_accuracy
 
 log = get_logger("train")
 
@@ -43,6 +43,7 @@ def run_train(params: Params, inputs: TrainInputs = INPUTS, out_dir: Path = FINE
     window = max(1, len(result.log_rows) // 10)
     numbers = {
         "backbone": params.model.backbone,
+        "seed": training_seed(params),
         "char_encoder": params.model.char_encoder,
         "teacher": params.model.teacher or "none",
         "distill_weight": params.train.distill_weight if data.teacher is not None else 0.0,

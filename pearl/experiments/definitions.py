@@ -1,0 +1,134 @@
+"""The committed experiment definitions (`experiments/*.yaml`): named rows of param overrides,
+each run once per seed as a DVC experiment named `<table>-<row>-s<seed>`.
+
+A table file holds either `rows` (Tables 3 and 4: row name → overrides) or `sweeps` (Figure 5:
+param → values, each value a row with the other params at their defaults; `grid: true` takes
+the cartesian product instead). `fixed` overrides apply to every row: a grid at paper scale
+sets `train.max_steps: null` there. The seed goes to `train.seed`, so the data stages stay
+cached and only training varies; the default `base.seed` is the run itself.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from pearl.errors import PearlError
+from pearl.params import Params, load_params
+
+EXPERIMENTS_DIR = Path("experiments")
+_NAME = re.compile(r"^(?P<table>[a-z0-9]+)-(?P<row>[A-Za-z0-9._-]+)-s(?P<seed>\d+)$")
+_ROW = re.compile(r"^[A-Za-z0-9._-]+$")
+SUITES = {"tune": ("bench_tune_base", "bench_tune"), "test": ("bench_base", "bench")}
+
+
+@dataclass(frozen=True)
+class Run:
+    """One row of a table at one seed: one DVC experiment."""
+
+    table: str
+    row: str
+    seed: int
+    overrides: dict[str, Any]
+
+    @property
+    def name(self) -> str:
+        return f"{self.table}-{self.row}-s{self.seed}"
+
+    def set_args(self, base_seed: int) -> list[str]:
+        """`-S key=value` arguments of `dvc exp run`, values in YAML as DVC parses them."""
+        settings = dict(self.overrides)
+        if self.seed != base_seed:
+            settings["train.seed"] = self.seed
+        return [arg for key, value in settings.items() for arg in ("-S", f"{key}={yaml_value(value)}")]
+
+
+@dataclass(frozen=True)
+class Table:
+    name: str
+    title: str
+    rows: dict[str, dict[str, Any]]
+    seeds: tuple[int, ...]
+    sweeps: dict[str, list[Any]] | None  # param → values, for the line plots of a sweep table
+    grid: bool  # the sweeps' cartesian product rather than one param at a time
+
+    def runs(self, seeds: tuple[int, ...] | None = None, rows: list[str] | None = None) -> list[Run]:
+        unknown = sorted(set(rows or []) - set(self.rows))
+        if unknown:
+            raise PearlError(f"{self.name}: no row {', '.join(unknown)} (rows: {', '.join(self.rows)})")
+        chosen = [r for r in self.rows if rows is None or r in rows]
+        return [Run(self.name, row, seed, self.rows[row]) for seed in (seeds or self.seeds) for row in chosen]
+
+
+def yaml_value(value: Any) -> str:
+    return yaml.safe_dump(value, default_flow_style=True).strip().removesuffix("\n...").strip()
+
+
+def row_name(param: str, value: Any) -> str:
+    return f"{param.rsplit('.', 1)[-1]}-{yaml_value(value)}"
+
+
+def sweep_rows(sweeps: dict[str, list[Any]], grid: bool, default: Params) -> dict[str, dict[str, Any]]:
+    """One row per swept value, the default value's row being the default itself (`default`)."""
+    rows: dict[str, dict[str, Any]] = {"default": {}}
+    if grid:
+        for values in itertools.product(*sweeps.values()):
+            combo = dict(zip(sweeps, values))
+            rows["_".join(row_name(p, v) for p, v in combo.items())] = combo
+        return rows
+    for param, values in sweeps.items():
+        section, key = param.split(".", 1)
+        for value in values:
+            if getattr(getattr(default, section), key) != value:
+                rows[row_name(param, value)] = {param: value}
+    return rows
+
+
+def load_table(path: Path, params_path: Path = Path("params.yaml")) -> Table:
+    """Read and check a table file: every override must make valid params (one line if not)."""
+    if not path.is_file():
+        known = ", ".join(sorted(p.stem for p in path.parent.glob("*.yaml"))) or "none"
+        raise PearlError(f"{path}: no such experiment table (tables: {known})")
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as error:
+        raise PearlError(f"{path}: not valid YAML ({str(error).splitlines()[0]})") from None
+    if not isinstance(raw, dict) or not ({"rows", "sweeps"} & raw.keys()):
+        raise PearlError(f"{path}: expected a mapping with `rows` or `sweeps`")
+    unknown = sorted(set(raw) - {"title", "seeds", "rows", "sweeps", "grid", "fixed"})
+    if unknown:
+        raise PearlError(f"{path}: unknown key(s) {', '.join(unknown)}")
+    name = path.stem
+    if not re.fullmatch(r"[a-z0-9]+", name):
+        raise PearlError(f"{path}: a table's file name must be lowercase letters and digits (it prefixes experiment names)")
+    default = load_params(params_path)
+    fixed = raw.get("fixed") or {}
+    sweeps = raw.get("sweeps")
+    rows = sweep_rows(sweeps, bool(raw.get("grid")), default) if sweeps else raw["rows"]
+    checked = {}
+    for row, overrides in rows.items():
+        if not _ROW.match(str(row)):
+            raise PearlError(f"{path}: row name {row!r} may hold only letters, digits, '.', '_' and '-'")
+        overrides = {**fixed, **(overrides or {})}
+        try:
+            load_params(params_path, overrides)
+        except PearlError as error:
+            raise PearlError(f"{path}: row {row}: {error}") from None
+        checked[str(row)] = overrides
+    seeds = tuple(int(s) for s in raw.get("seeds") or [default.base.seed])
+    return Table(name, raw.get("title", name), checked, seeds, sweeps, bool(raw.get("grid")))
+
+
+def load_tables(directory: Path = EXPERIMENTS_DIR, params_path: Path = Path("params.yaml")) -> dict[str, Table]:
+    return {path.stem: load_table(path, params_path) for path in sorted(directory.glob("*.yaml"))}
+
+
+def parse_name(name: str) -> tuple[str, str, int] | None:
+    """(table, row, seed) of an experiment this module named, else None."""
+    match = _NAME.match(name)
+    return (match["table"], match["row"], int(match["seed"])) if match else None

@@ -1,0 +1,219 @@
+"""Gathers the finished experiments into `metrics/experiments.{json,md}` and the sweep plots.
+
+DVC's experiment refs do not travel with a push of the branch, so the JSON is the record: each
+run found by `dvc exp show` is added to (or replaces, by commit) the runs already recorded, and
+the tables are recomputed from all of them. A run's scores are read from its experiment commit;
+a bench score counts only when its stage ran on that experiment's own model (dvc.lock: the
+`models/pearl` the bench stage read is the one `average` wrote) or, for the untuned backbone,
+on its own `model.backbone`: a tune-only experiment carries the baseline's test files unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from statistics import mean, stdev
+from typing import Any
+
+import polars as pl
+import yaml
+
+from pearl.artifacts import atomic_path, write_json
+from pearl.bench.report import MEANS, TITLES
+from pearl.bench.task_names import ALL_TASKS, TUNE_TASKS
+from pearl.errors import PearlError
+from pearl.experiments import shell
+from pearl.experiments.definitions import Table, parse_name, row_name, yaml_value
+from pearl.log import get_logger
+from pearl.params import Params
+
+log = get_logger(__name__)
+# suite column → (metrics folder, dvc.lock stage prefix, tasks)
+COLUMNS = {
+    "tune": ("metrics/tune/model", "bench_tune@", TUNE_TASKS),
+    "tune_base": ("metrics/tune/base", "bench_tune_base@", TUNE_TASKS),
+    "test": ("metrics/bench/model", "bench@", ALL_TASKS),
+    "test_base": ("metrics/bench/base", "bench_base@", ALL_TASKS),
+}
+SUITE_MEANS = {"tune": ("tune",), "test": ("avg9", "general")}
+TRAIN_FIELDS = ("steps", "seconds", "heldout_type_accuracy", "distill_loss", "teacher", "backbone")
+
+
+@dataclass(frozen=True)
+class Finished:
+    name: str
+    rev: str
+    baseline: str
+
+
+def finished_experiments() -> list[Finished]:
+    """Every finished experiment of every commit, from `dvc exp show --json -A`."""
+    found = []
+    for baseline in json.loads(shell.run(["dvc", "exp", "show", "--json", "-A", "--no-pager"]) or "[]"):
+        for experiment in baseline.get("experiments") or []:
+            rev = (experiment.get("revs") or [{}])[0]
+            if experiment.get("executor") is None and not rev.get("error") and experiment.get("name"):
+                found.append(Finished(experiment["name"], rev["rev"], baseline["rev"]))
+    return found
+
+
+def _hash_of(entries: list[dict], path: str) -> str | None:
+    return next((e.get("md5") for e in entries if e.get("path") == path), None)
+
+
+def _column(rev: str, lock: dict, params: dict, column: str) -> dict[str, float]:
+    folder, prefix, tasks = COLUMNS[column]
+    model = _hash_of(lock.get("average", {}).get("outs", []), "models/pearl")
+    scores = {}
+    for task in tasks:
+        entry = lock.get(prefix + task)
+        text = shell.git_show(rev, f"{folder}/{task}.json")
+        if entry is None or text is None:
+            continue
+        if column.endswith("_base"):
+            used = entry.get("params", {}).get("params.yaml", {})
+            current = all(used.get(k) == params["model"][k.split(".")[1]] for k in ("model.backbone", "model.prefix"))
+        else:
+            current = model is not None and _hash_of(entry.get("deps", []), "models/pearl") == model
+        if current:
+            scores[task] = json.loads(text)["score"]
+    return scores
+
+
+def read_run(found: Finished, tables: dict[str, Table]) -> dict | None:
+    """The record of one finished experiment, or None when no table defines its name."""
+    parsed = parse_name(found.name)
+    if parsed is None or parsed[0] not in tables:
+        return None
+    table, row, seed = parsed
+    lock = yaml.safe_load(shell.git_show(found.rev, "dvc.lock") or "{}").get("stages", {})
+    params = yaml.safe_load(shell.git_show(found.rev, "params.yaml") or "{}")
+    train = json.loads(shell.git_show(found.rev, "metrics/train.json") or "{}")
+    created = shell.run(["git", "show", "-s", "--format=%cI", found.rev]).strip()
+    record = {"name": found.name, "table": table, "row": row, "seed": seed, "rev": found.rev,
+              "baseline": found.baseline, "created": created,
+              "overrides": tables[table].rows.get(row), "train": {k: train[k] for k in TRAIN_FIELDS if k in train}}
+    for column in COLUMNS:
+        record[column] = _column(found.rev, lock, params, column)
+    return record
+
+
+def merge(recorded: list[dict], new: list[dict]) -> list[dict]:
+    by_rev = {r["rev"]: r for r in recorded}
+    by_rev.update({r["rev"]: r for r in new})
+    return sorted(by_rev.values(), key=lambda r: (r["table"], r["row"], r["seed"], r["created"]))
+
+
+def _stat(values: list[float]) -> dict:
+    return {"mean": round(mean(values), 2), "std": round(stdev(values), 2) if len(values) > 1 else None,
+            "n": len(values)}
+
+
+def _suite_scores(scores: dict[str, float], column: str) -> dict[str, float]:
+    out = dict(scores)
+    for name in SUITE_MEANS[column.removesuffix("_base")]:
+        members = MEANS[name]
+        if all(t in scores for t in members):
+            out[name] = round(sum(scores[t] for t in members) / len(members), 2)
+    return out
+
+
+def aggregate(runs: list[dict], table: Table) -> dict[str, dict]:
+    """Row → column → task or mean → mean ± std over seeds (the latest run of each seed)."""
+    latest: dict[tuple[str, int], dict] = {}
+    for run in runs:
+        if run["table"] == table.name:
+            latest[(run["row"], run["seed"])] = run  # runs are sorted by creation time
+    rows = {}
+    for row in table.rows:
+        seeds = sorted(s for (r, s) in latest if r == row)
+        cells: dict[str, Any] = {"overrides": table.rows[row], "seeds": seeds}
+        for column in COLUMNS:
+            per_seed = [_suite_scores(latest[(row, s)][column], column) for s in seeds]
+            keys = sorted({k for scores in per_seed for k in scores})
+            cells[column] = {k: _stat([p[k] for p in per_seed if k in p]) for k in keys}
+        rows[row] = cells
+    return rows
+
+
+def sweep_points(table: Table, rows: dict[str, dict], default: Params) -> dict[str, list[dict]]:
+    """Param → [{param: value, tune_mean, tune_std, seeds}] along each swept param."""
+    points: dict[str, list[dict]] = {}
+    if table.grid:
+        return points
+    for param, values in (table.sweeps or {}).items():
+        section, key = param.split(".", 1)
+        at_default = getattr(getattr(default, section), key)
+        line = []
+        for value in values:
+            row = "default" if value == at_default else row_name(param, value)
+            tune = rows.get(row, {}).get("tune", {}).get("tune")
+            if tune:
+                line.append({param: value, "tune_mean": tune["mean"], "tune_std": tune["std"] or 0.0, "seeds": tune["n"]})
+        points[param] = line
+    return points
+
+
+def _cell(stat: dict | None) -> str:
+    if not stat:
+        return "–"
+    return f"{stat['mean']:.2f}" + (f" ± {stat['std']:.2f}" if stat["std"] is not None else "")
+
+
+def _overrides(overrides: dict) -> str:
+    return " ".join(f"`{k}={yaml_value(v)}`" for k, v in overrides.items()) or "(default)"
+
+
+def markdown(tables: dict[str, Table], aggregated: dict[str, dict]) -> str:
+    out = ["# Experiments", "",
+           "Written by `pearl experiments results` from the finished DVC experiments; mean ± std over "
+           "the training seeds run (`train.seed`), scores in points. Re-run a row: "
+           "`pearl experiments run TABLE --rows ROW --seeds SEED`.", ""]
+    for name, table in tables.items():
+        rows = aggregated[name]
+        out += [f"## {table.title}", ""]
+        header = ["row", "overrides", "seeds", *(TITLES[t] for t in TUNE_TASKS), "Tune (mean)", "Δ tune",
+                  "Test Avg (9)", "Test General", "backbone untuned: Tune"]
+        out += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        reference = rows.get("default", {}).get("tune", {}).get("tune")
+        for row, cells in rows.items():
+            if not cells["seeds"]:
+                continue
+            tune = cells["tune"].get("tune")
+            delta = (f"{tune['mean'] - reference['mean']:+.2f}" if tune and reference and row != "default" else "")
+            out.append("| " + " | ".join([
+                row, _overrides(cells["overrides"]), ",".join(map(str, cells["seeds"])),
+                *(_cell(cells["tune"].get(t)) for t in TUNE_TASKS), _cell(tune), delta,
+                _cell(cells["test"].get("avg9")), _cell(cells["test"].get("general")),
+                _cell(cells["tune_base"].get("tune"))]) + " |")
+        missing = [row for row, cells in rows.items() if not cells["seeds"]]
+        if missing:
+            out += ["", f"Not run yet: {', '.join(missing)}."]
+        out.append("")
+    return "\n".join(out)
+
+
+def write_results(tables: dict[str, Table], default: Params, found: list[Finished], out_json: Path,
+                  out_md: Path, plots_dir: Path) -> dict:
+    try:
+        recorded = json.loads(out_json.read_text())["runs"] if out_json.is_file() else []
+    except (json.JSONDecodeError, KeyError, TypeError):
+        raise PearlError(f"{out_json}: not the record this command writes (restore it: git checkout {out_json})") from None
+    new = [r for r in (read_run(f, tables) for f in found) if r is not None]
+    runs = merge(recorded, new)
+    aggregated = {name: aggregate(runs, table) for name, table in tables.items()}
+    result = {"runs": runs, "tables": aggregated}
+    plots_dir.mkdir(parents=True, exist_ok=True)
+    for name, table in tables.items():
+        for param, line in sweep_points(table, aggregated[name], default).items():
+            if not line:
+                continue
+            leaf = param.rsplit(".", 1)[-1]  # a dot in a column name is a nested field to Vega-Lite
+            with atomic_path(plots_dir / f"{name}_{leaf}.csv") as tmp:
+                pl.DataFrame(line).rename({param: leaf}).write_csv(tmp)
+    write_json(result, out_json)
+    with atomic_path(out_md) as tmp:
+        tmp.write_text(markdown(tables, aggregated))
+    log.info("%d runs recorded (%d new from dvc exp show) → %s, %s", len(runs), len(new), out_json, out_md)
+    return result

@@ -1,0 +1,67 @@
+"""Runs a table's experiments one after another in the workspace with `dvc exp run`.
+
+Not `--queue`: DVC runs queued experiments in copies under .dvc/tmp/exps, where the data dirs
+beside the project (`../shared/...` in bench.*_dir) do not resolve. In the workspace, each
+experiment starts from HEAD's params.yaml and dvc.lock (else `-S` would pile up over the last
+experiment's), and the workspace is back at HEAD's state at the end.
+"""
+
+from __future__ import annotations
+
+import shlex
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from pearl.errors import PearlError
+from pearl.experiments import shell
+from pearl.experiments.definitions import Run
+from pearl.log import get_logger
+
+log = get_logger(__name__)
+_BASELINE_FILES = ("params.yaml", "dvc.lock")
+
+
+def command(run: Run, base_seed: int, targets: tuple[str, ...]) -> list[str]:
+    return ["dvc", "exp", "run", "-n", run.name, *run.set_args(base_seed), *targets]
+
+
+@contextmanager
+def _from_head() -> Iterator[Callable[[], None]]:
+    if shell.run(["git", "status", "--porcelain", "--", *_BASELINE_FILES]).strip():
+        raise PearlError("params.yaml or dvc.lock has uncommitted changes: commit or stash them "
+                         "(each experiment starts from HEAD's params)")
+
+    def reset() -> None:
+        shell.run(["git", "checkout", "HEAD", "--", *_BASELINE_FILES])
+
+    try:
+        yield reset
+    finally:
+        reset()
+        shell.run(["dvc", "checkout", "--quiet"])
+
+
+def run_all(runs: list[Run], base_seed: int, targets: tuple[str, ...], done: set[str],
+            dry_run: bool = False) -> list[str]:
+    """Run each experiment not in `done` (finished on this baseline); the names run."""
+    todo = [run for run in runs if run.name not in done]
+    for run in runs:
+        if run.name in done:
+            log.info("%s: finished on this commit already, skipped", run.name)
+    if dry_run:
+        for run in todo:
+            print(shlex.join(command(run, base_seed, targets)))
+        return [run.name for run in todo]
+    with _from_head() as reset:
+        for i, run in enumerate(todo, 1):
+            reset()
+            cmd = command(run, base_seed, targets)
+            log.info("[%d/%d] %s", i, len(todo), shlex.join(cmd))
+            began = time.monotonic()
+            try:
+                shell.run(cmd, capture=False)
+            except PearlError:
+                raise PearlError(f"experiment {run.name} failed (rerun it alone: {shlex.join(cmd)})") from None
+            log.info("%s done in %.0f s", run.name, time.monotonic() - began)
+    return [run.name for run in todo]

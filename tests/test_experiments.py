@@ -1,0 +1,153 @@
+import json
+import subprocess
+from pathlib import Path
+
+import polars as pl
+import pytest
+import yaml
+
+from pearl.errors import PearlError
+from pearl.experiments.definitions import Run, load_table, load_tables, parse_name
+from pearl.experiments.results import Finished, aggregate, markdown, read_run, sweep_points
+from pearl.experiments.runner import run_all
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_the_committed_tables_are_valid_and_cover_the_papers_experiments():
+    tables = load_tables(ROOT / "experiments", ROOT / "params.yaml")
+    assert {"table3", "table4", "figure5", "figure5full"} <= tables.keys()
+    ablated = {key for overrides in tables["table3"].rows.values() for key in overrides}
+    assert {"train.contrastive_weight", "train.type_weight", "train.distill_weight", "model.char_encoder",
+            "train.hard_negatives", "average.alpha", "train.p_char", "train.p_token", "train.p_phrase"} <= ablated
+    assert {"train.lr", "train.batch_size", "train.temperature", "average.alpha"} <= tables["figure5"].sweeps.keys()
+    for table in tables.values():
+        for run in table.runs():
+            assert parse_name(run.name) == (table.name, run.row, run.seed)
+
+
+def _table(tmp_path, body: dict) -> Path:
+    path = tmp_path / "t9.yaml"
+    path.write_text(yaml.safe_dump(body, sort_keys=False))
+    return path
+
+
+def test_a_row_that_makes_bad_params_fails_in_one_line_naming_it(tmp_path):
+    with pytest.raises(PearlError, match=r"row bad: .*train.lrr") as error:
+        load_table(_table(tmp_path, {"rows": {"ok": {"train.lr": 1e-4}, "bad": {"train.lrr": 1}}}), ROOT / "params.yaml")
+    assert "\n" not in str(error.value)
+    with pytest.raises(PearlError, match="row bad: .*train.hard_negatives=-1"):
+        load_table(_table(tmp_path, {"rows": {"bad": {"train.hard_negatives": -1}}}), ROOT / "params.yaml")
+    with pytest.raises(PearlError, match="unknown key"):
+        load_table(_table(tmp_path, {"rows": {"a": {}}, "sedes": [1]}), ROOT / "params.yaml")
+    with pytest.raises(PearlError, match="no such experiment table"):
+        load_table(tmp_path / "nope.yaml", ROOT / "params.yaml")
+
+
+def test_sweeps_vary_one_param_at_a_time_or_all_in_a_grid(tmp_path):
+    sweeps = {"train.lr": [1e-5, 3e-5], "average.alpha": [0.5, 1.0]}
+    one = load_table(_table(tmp_path, {"sweeps": sweeps, "seeds": [42, 1]}), ROOT / "params.yaml")
+    # 3e-5 and 0.5 are the defaults: their point is the default row
+    assert one.rows == {"default": {}, "lr-1.0e-05": {"train.lr": 1e-5}, "alpha-1.0": {"average.alpha": 1.0}}
+    grid = load_table(_table(tmp_path, {"sweeps": sweeps, "grid": True, "fixed": {"train.max_steps": None}}),
+                      ROOT / "params.yaml")
+    assert len(grid.rows) == 1 + 4 and all(r["train.max_steps"] is None for r in grid.rows.values())
+    runs = one.runs()
+    assert [r.name for r in runs[:3]] == ["t9-default-s42", "t9-lr-1.0e-05-s42", "t9-alpha-1.0-s42"]
+    # the default seed is the run itself; another seed goes to train.seed alone
+    assert runs[1].set_args(42) == ["-S", "train.lr=1.0e-05"]
+    assert runs[4].set_args(42) == ["-S", "train.lr=1.0e-05", "-S", "train.seed=1"]
+    assert Run("t9", "x", 1, {"model.teacher": None}).set_args(42)[:2] == ["-S", "model.teacher=null"]
+
+
+def test_dry_run_prints_the_commands_of_the_runs_not_finished(capsys):
+    runs = [Run("t9", "a", 42, {"train.lr": 1e-4}), Run("t9", "b", 42, {}), Run("t9", "a", 1, {"train.lr": 1e-4})]
+    names = run_all(runs, 42, ("bench_tune_base", "bench_tune"), done={"t9-b-s42"}, dry_run=True)
+    assert names == ["t9-a-s42", "t9-a-s1"]
+    assert capsys.readouterr().out.splitlines() == [
+        "dvc exp run -n t9-a-s42 -S train.lr=0.0001 bench_tune_base bench_tune",
+        "dvc exp run -n t9-a-s1 -S train.lr=0.0001 -S train.seed=1 bench_tune_base bench_tune",
+    ]
+
+
+def _commit(repo: Path, files: dict[str, str]) -> str:
+    for path, text in files.items():
+        (repo / path).parent.mkdir(parents=True, exist_ok=True)
+        (repo / path).write_text(text)
+    subprocess.run(["git", "add", "-A"], cwd=repo, check=True)
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "exp"], cwd=repo, check=True)
+    return subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True).stdout.strip()
+
+
+def _experiment_commit(repo: Path, seed_score: float, test_model_hash: str) -> str:
+    model = {"path": "models/pearl", "md5": "m1.dir"}
+    lock = {"stages": {
+        "average": {"outs": [model]},
+        **{f"bench_tune@{t}": {"deps": [model]} for t in ("conll2003_train", "bc5cdr_train", "stsb_dev", "rw", "simverb")},
+        "bench_tune_base@rw": {"params": {"params.yaml": {"model.backbone": "mini", "model.prefix": ""}}},
+        "bench@bird": {"deps": [{"path": "models/pearl", "md5": test_model_hash}]},
+    }}
+    files = {"dvc.lock": yaml.safe_dump(lock), "params.yaml": yaml.safe_dump({"model": {"backbone": "mini", "prefix": ""}}),
+             "metrics/train.json": json.dumps({"steps": 270, "seconds": 1.0}),
+             "metrics/tune/base/rw.json": json.dumps({"score": 40.0}),
+             "metrics/bench/model/bird.json": json.dumps({"score": 70.0})}
+    for i, task in enumerate(("conll2003_train", "bc5cdr_train", "stsb_dev", "rw", "simverb")):
+        files[f"metrics/tune/model/{task}.json"] = json.dumps({"score": seed_score + i})
+    return _commit(repo, files)
+
+
+def test_results_keep_only_scores_of_the_experiments_own_model_and_average_seeds(tmp_path, monkeypatch):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    table = load_table(_table(tmp_path, {"rows": {"default": {}, "no-type": {"train.type_weight": 0}},
+                                         "seeds": [42, 1]}), ROOT / "params.yaml")
+    stale = _experiment_commit(repo, 50.0, test_model_hash="m0.dir")  # bench@bird read the baseline's model
+    fresh = _experiment_commit(repo, 52.0, test_model_hash="m1.dir")
+    monkeypatch.chdir(repo)
+    first = read_run(Finished("t9-no-type-s42", stale, "base"), {"t9": table})
+    second = read_run(Finished("t9-no-type-s1", fresh, "base"), {"t9": table})
+    assert read_run(Finished("someone-elses", fresh, "base"), {"t9": table}) is None
+    assert first["tune"]["rw"] == 53.0 and first["tune_base"] == {"rw": 40.0}
+    assert first["test"] == {} and second["test"] == {"bird": 70.0}
+    assert first["overrides"] == {"train.type_weight": 0} and first["train"]["steps"] == 270
+
+    rows = aggregate([first, second], table)
+    assert rows["no-type"]["seeds"] == [1, 42] and rows["default"]["seeds"] == []
+    tune_mean = rows["no-type"]["tune"]["tune"]
+    assert (tune_mean["mean"], tune_mean["n"]) == (53.0, 2) and tune_mean["std"] == pytest.approx(1.41, abs=0.01)
+    assert rows["no-type"]["test"]["bird"] == {"mean": 70.0, "std": None, "n": 1}
+    text = markdown({"t9": table}, {"t9": rows})
+    assert "| no-type | `train.type_weight=0` | 1,42 | 51.00 ± 1.41 |" in text and "Not run yet: default." in text
+
+
+def test_sweep_points_put_the_default_run_at_the_default_value(tmp_path):
+    table = load_table(_table(tmp_path, {"sweeps": {"train.lr": [1e-5, 3e-5, 1e-4]}}), ROOT / "params.yaml")
+    cell = lambda m: {"tune": {"tune": {"mean": m, "std": None, "n": 1}}}  # noqa: E731
+    rows = {"default": cell(54.0), "lr-1.0e-05": cell(53.0), "lr-0.0001": cell(55.0)}
+    from pearl.params import load_params
+
+    points = sweep_points(table, rows, load_params(ROOT / "params.yaml"))
+    assert [(p["train.lr"], p["tune_mean"]) for p in points["train.lr"]] == [(1e-5, 53.0), (3e-5, 54.0), (1e-4, 55.0)]
+
+
+def test_figure4_draws_each_dataset_and_scores_the_types(make_params, tiny_encoder, tmp_path):
+    from pearl.experiments.tsne import run
+
+    for task, kinds in (("conll2003", ("PER", "LOC", "ORG")), ("bc5cdr", ("Chemical", "Disease"))):
+        (tmp_path / task).mkdir()
+        words = [f"{kind.lower()} name {i}" for kind in kinds for i in range(6)]
+        spans = [[i, i, kinds[i // 6]] for i in range(len(words))]
+        (tmp_path / task / "test.json").write_text(json.dumps({"sentences": [words], "ner": [spans]}) + "\n")
+    typed = tmp_path / "typed.parquet"
+    kinds = ["PERSON", "GPE", "DATE", "OTHER"]
+    pl.DataFrame({"phrase": [f"{k.lower()} {i}" for k in kinds for i in range(6)],
+                  "ent_type": [k for k in kinds for _ in range(6)]}).write_parquet(typed)
+    params = make_params(model__backbone=str(tiny_encoder), bench__data_dir=str(tmp_path), figure4__per_type=5,
+                         figure4__phrase_types=2, figure4__perplexity=5.0)
+    result = run(params, str(tiny_encoder), typed, tmp_path / "fig", tmp_path / "fig.json")
+    assert sorted(p.name for p in (tmp_path / "fig").iterdir()) == ["bc5cdr.png", "conll2003.png", "phrases.png"]
+    assert result["conll2003"]["phrases"] == 15 and result["bc5cdr"]["types"] == ["Chemical", "Disease"]
+    assert result["phrases"]["types"] == ["DATE", "GPE"]  # OTHER is no entity type; two of the three kept
+    assert all(-1 <= result[s][k] <= 1 for s in ("conll2003", "bc5cdr", "phrases") for k in ("backbone", "model"))
+    assert json.loads((tmp_path / "fig.json").read_text()) == result

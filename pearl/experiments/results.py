@@ -28,7 +28,7 @@ from pearl.experiments.definitions import Table, parse_name, row_name, yaml_valu
 from pearl.log import get_logger
 from pearl.params import Params
 
-log = get_logger(__name__)
+log = get_logger("experiments")
 # suite column → (metrics folder, dvc.lock stage prefix, tasks)
 COLUMNS = {
     "tune": ("metrics/tune/model", "bench_tune@", TUNE_TASKS),

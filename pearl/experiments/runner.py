@@ -18,7 +18,7 @@ from pearl.experiments import shell
 from pearl.experiments.definitions import Run
 from pearl.log import get_logger
 
-log = get_logger(__name__)
+log = get_logger("experiments")
 _BASELINE_FILES = ("params.yaml", "dvc.lock")
 
 

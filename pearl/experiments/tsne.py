@@ -23,7 +23,7 @@ from pearl.errors import PearlError
 from pearl.log import get_logger
 from pearl.params import Params
 
-log = get_logger(__name__)
+log = get_logger("experiments")
 MODEL = "models/pearl"
 TYPED = Path("data/typed/phrases.parquet")
 OUT_DIR = Path("metrics/figure4")

@@ -112,13 +112,16 @@ def test_results_keep_only_scores_of_the_experiments_own_model_and_average_seeds
     assert first["test"] == {} and second["test"] == {"bird": 70.0}
     assert first["overrides"] == {"train.type_weight": 0} and first["train"]["steps"] == 270
 
-    rows = aggregate([first, second], table)
+    # a seed run under an older recipe (the default has moved on since) is not averaged in
+    older = {**first, "rev": "old", "seed": 7, "recipe": "older", "created": "2026-01-01T00:00:00+00:00"}
+    rows = aggregate([older, first, second], table)
+    assert first["recipe"] == second["recipe"] != "older"
     assert rows["no-type"]["seeds"] == [1, 42] and rows["default"]["seeds"] == []
     tune_mean = rows["no-type"]["tune"]["tune"]
     assert (tune_mean["mean"], tune_mean["n"]) == (53.0, 2) and tune_mean["std"] == pytest.approx(1.41, abs=0.01)
     assert rows["no-type"]["test"]["bird"] == {"mean": 70.0, "std": None, "n": 1}
     text = markdown({"t9": table}, {"t9": rows})
-    assert "| no-type | `train.type_weight=0` | 1,42 | 51.00 ± 1.41 |" in text and "Not run yet: default." in text
+    assert "| no-type | `train.type_weight=0` | 1,42 | 51.00 ± 1.41 |" in text and "Not run yet (1 of 2 rows): default." in text
 
 
 def test_sweep_points_put_the_default_run_at_the_default_value(tmp_path):
@@ -147,7 +150,8 @@ def test_figure4_draws_each_dataset_and_scores_the_types(make_params, tiny_encod
                          figure4__phrase_types=2, figure4__perplexity=5.0)
     result = run(params, str(tiny_encoder), typed, tmp_path / "fig", tmp_path / "fig.json")
     assert sorted(p.name for p in (tmp_path / "fig").iterdir()) == ["bc5cdr.png", "conll2003.png", "phrases.png"]
-    assert result["conll2003"]["phrases"] == 15 and result["bc5cdr"]["types"] == ["Chemical", "Disease"]
+    assert (result["conll2003"]["phrases"], result["conll2003"]["drawn"]) == (18, 15)
+    assert result["bc5cdr"]["types"] == ["Chemical", "Disease"]
     assert result["phrases"]["types"] == ["DATE", "GPE"]  # OTHER is no entity type; two of the three kept
     assert all(-1 <= result[s][k] <= 1 for s in ("conll2003", "bc5cdr", "phrases") for k in ("backbone", "model"))
     assert json.loads((tmp_path / "fig.json").read_text()) == result

@@ -125,7 +125,8 @@ def load_table(path: Path, params_path: Path = Path("params.yaml")) -> Table:
 
 
 def load_tables(directory: Path = EXPERIMENTS_DIR, params_path: Path = Path("params.yaml")) -> dict[str, Table]:
-    return {path.stem: load_table(path, params_path) for path in sorted(directory.glob("*.yaml"))}
+    paths = sorted(directory.glob("*.yaml"), key=lambda p: (not p.stem.startswith("table"), p.stem))  # tables, then figures
+    return {path.stem: load_table(path, params_path) for path in paths}
 
 
 def parse_name(name: str) -> tuple[str, str, int] | None:

@@ -10,6 +10,7 @@ on its own `model.backbone`: a tune-only experiment carries the baseline's test 
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -81,6 +82,15 @@ def _column(rev: str, lock: dict, params: dict, column: str) -> dict[str, float]
     return scores
 
 
+def recipe_hash(params: dict) -> str:
+    """What a run trained with, the seed aside: its params but train.seed and the benchmark's and
+    Figure 4's sections. Seeds of a row are averaged only among runs of one recipe, so a row whose
+    default moved on is not mixed with its older runs."""
+    recipe = {k: v for k, v in params.items() if k not in ("bench", "figure4")}
+    recipe["train"] = {k: v for k, v in recipe.get("train", {}).items() if k != "seed"}
+    return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:12]
+
+
 def read_run(found: Finished, tables: dict[str, Table]) -> dict | None:
     """The record of one finished experiment, or None when no table defines its name."""
     parsed = parse_name(found.name)
@@ -92,7 +102,7 @@ def read_run(found: Finished, tables: dict[str, Table]) -> dict | None:
     train = json.loads(shell.git_show(found.rev, "metrics/train.json") or "{}")
     created = shell.run(["git", "show", "-s", "--format=%cI", found.rev]).strip()
     record = {"name": found.name, "table": table, "row": row, "seed": seed, "rev": found.rev,
-              "baseline": found.baseline, "created": created,
+              "baseline": found.baseline, "created": created, "recipe": recipe_hash(params),
               "overrides": tables[table].rows.get(row), "train": {k: train[k] for k in TRAIN_FIELDS if k in train}}
     for column in COLUMNS:
         record[column] = _column(found.rev, lock, params, column)
@@ -120,11 +130,11 @@ def _suite_scores(scores: dict[str, float], column: str) -> dict[str, float]:
 
 
 def aggregate(runs: list[dict], table: Table) -> dict[str, dict]:
-    """Row → column → task or mean → mean ± std over seeds (the latest run of each seed)."""
-    latest: dict[tuple[str, int], dict] = {}
-    for run in runs:
-        if run["table"] == table.name:
-            latest[(run["row"], run["seed"])] = run  # runs are sorted by creation time
+    """Row → column → task or mean → mean ± std over seeds: the latest run of each seed among the
+    runs of the row's latest recipe."""
+    ours = [run for run in runs if run["table"] == table.name]  # sorted by creation time
+    recipe = {run["row"]: run["recipe"] for run in ours}  # each row's latest recipe
+    latest = {(run["row"], run["seed"]): run for run in ours if run["recipe"] == recipe[run["row"]]}
     rows = {}
     for row in table.rows:
         seeds = sorted(s for (r, s) in latest if r == row)
@@ -188,8 +198,11 @@ def markdown(tables: dict[str, Table], aggregated: dict[str, dict]) -> str:
                 _cell(cells["test"].get("avg9")), _cell(cells["test"].get("general")),
                 _cell(cells["tune_base"].get("tune"))]) + " |")
         missing = [row for row, cells in rows.items() if not cells["seeds"]]
-        if missing:
-            out += ["", f"Not run yet: {', '.join(missing)}."]
+        if len(missing) == len(rows):
+            out = out[:-2] + ["No row run yet."]
+        elif missing:
+            out += ["", f"Not run yet ({len(missing)} of {len(rows)} rows): "
+                        f"{', '.join(missing) if len(missing) <= 12 else ', '.join(missing[:12]) + ', …'}."]
         out.append("")
     return "\n".join(out)
 

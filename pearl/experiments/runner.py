@@ -2,8 +2,8 @@
 
 Not `--queue`: DVC runs queued experiments in copies under .dvc/tmp/exps, where the data dirs
 beside the project (`../shared/...` in bench.*_dir) do not resolve. In the workspace, each
-experiment starts from HEAD's params.yaml and dvc.lock (else `-S` would pile up over the last
-experiment's), and the workspace is back at HEAD's state at the end.
+experiment starts from HEAD's params.yaml, dvc.lock and metrics (else `-S` would pile up over the
+last experiment's), and the workspace is back at HEAD's state at the end.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pearl.experiments.definitions import Run
 from pearl.log import get_logger
 
 log = get_logger("experiments")
-_BASELINE_FILES = ("params.yaml", "dvc.lock")
+_BASELINE_FILES = ("params.yaml", "dvc.lock", "metrics")  # metrics: the stages' git-tracked (cache: false) outputs
 
 
 def command(run: Run, base_seed: int, targets: tuple[str, ...]) -> list[str]:
@@ -29,8 +29,8 @@ def command(run: Run, base_seed: int, targets: tuple[str, ...]) -> list[str]:
 @contextmanager
 def _from_head() -> Iterator[Callable[[], None]]:
     if shell.run(["git", "status", "--porcelain", "--", *_BASELINE_FILES]).strip():
-        raise PearlError("params.yaml or dvc.lock has uncommitted changes: commit or stash them "
-                         "(each experiment starts from HEAD's params)")
+        raise PearlError("params.yaml, dvc.lock or metrics/ has uncommitted changes: commit or stash them "
+                         "(each experiment starts from HEAD's state)")
 
     def reset() -> None:
         shell.run(["git", "checkout", "HEAD", "--", *_BASELINE_FILES])

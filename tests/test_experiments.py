@@ -38,6 +38,8 @@ def test_a_row_that_makes_bad_params_fails_in_one_line_naming_it(tmp_path):
     assert "\n" not in str(error.value)
     with pytest.raises(PearlError, match="row bad: .*train.hard_negatives=-1"):
         load_table(_table(tmp_path, {"rows": {"bad": {"train.hard_negatives": -1}}}), ROOT / "params.yaml")
+    with pytest.raises(PearlError, match="row lrr-1: .*train.lrr"):
+        load_table(_table(tmp_path, {"sweeps": {"train.lrr": [1]}}), ROOT / "params.yaml")
     with pytest.raises(PearlError, match="unknown key"):
         load_table(_table(tmp_path, {"rows": {"a": {}}, "sedes": [1]}), ROOT / "params.yaml")
     with pytest.raises(PearlError, match="no such experiment table"):

@@ -82,11 +82,19 @@ def sweep_rows(sweeps: dict[str, list[Any]], grid: bool, default: Params) -> dic
             rows["_".join(row_name(p, v) for p, v in combo.items())] = combo
         return rows
     for param, values in sweeps.items():
-        section, key = param.split(".", 1)
         for value in values:
-            if getattr(getattr(default, section), key) != value:
+            if default_value(default, param) != value:
                 rows[row_name(param, value)] = {param: value}
     return rows
+
+
+_UNKNOWN = object()
+
+
+def default_value(default: Params, param: str) -> Any:
+    """The value of `section.key` in `default`; an unknown key is left to the schema check to name."""
+    section, _, key = param.partition(".")
+    return getattr(getattr(default, section, None), key, _UNKNOWN)
 
 
 def load_table(path: Path, params_path: Path = Path("params.yaml")) -> Table:

@@ -25,7 +25,7 @@ from pearl.bench.report import MEANS, TITLES
 from pearl.bench.task_names import ALL_TASKS, TUNE_TASKS
 from pearl.errors import PearlError
 from pearl.experiments import shell
-from pearl.experiments.definitions import Table, parse_name, row_name, yaml_value
+from pearl.experiments.definitions import Table, default_value, parse_name, row_name, yaml_value
 from pearl.log import get_logger
 from pearl.params import Params
 
@@ -153,8 +153,7 @@ def sweep_points(table: Table, rows: dict[str, dict], default: Params) -> dict[s
     if table.grid:
         return points
     for param, values in (table.sweeps or {}).items():
-        section, key = param.split(".", 1)
-        at_default = getattr(getattr(default, section), key)
+        at_default = default_value(default, param)
         line = []
         for value in values:
             row = "default" if value == at_default else row_name(param, value)

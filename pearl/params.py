@@ -279,14 +279,18 @@ def set_key(raw: dict, dotted: str, value: Any, origin: str = "params") -> None:
     node[leaf] = value
 
 
+def read_yaml(path: Path) -> Any:
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError) as error:
+        raise PearlError(f"{path}: not valid YAML ({str(error).splitlines()[0]})") from None
+
+
 def load_params(path: str | Path = "params.yaml", overrides: dict[str, Any] | None = None) -> Params:
     path = Path(path)
     if not path.is_file():
         raise PearlError(f"{path}: params file not found (run from the project root or pass --params)")
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError) as error:
-        raise PearlError(f"{path}: not valid YAML ({str(error).splitlines()[0]})") from None
+    raw = read_yaml(path)
     # overrides go into a mapping of sections only, so `-S` on an empty file or through a value fails in one line
     if not isinstance(raw, dict) or not all(isinstance(section, dict) for section in raw.values()):
         parse_params(raw, origin=str(path))

@@ -50,12 +50,17 @@ def load_results(metrics_root: Path, suite: str, tasks: list[str], string_tasks:
     return {system: results for system, results in systems.items() if results}
 
 
-def _scores(results: dict[str, dict]) -> dict[str, float]:
-    scores = {task: result["score"] for task, result in results.items()}
+def with_means(scores: dict[str, float]) -> dict[str, float]:
+    """Task scores plus each column of MEANS whose tasks are all there."""
+    scores = dict(scores)
     for column, members in MEANS.items():
         if all(task in scores for task in members):
             scores[column] = round(sum(scores[t] for t in members) / len(members), 2)
     return scores
+
+
+def _scores(results: dict[str, dict]) -> dict[str, float]:
+    return with_means({task: result["score"] for task, result in results.items()})
 
 
 def summarise(metrics_root: Path, tasks: list[str], tune_tasks: list[str], string_tasks: list[str]) -> dict:

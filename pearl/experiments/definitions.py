@@ -19,7 +19,7 @@ from typing import Any
 import yaml
 
 from pearl.errors import PearlError
-from pearl.params import Params, load_params
+from pearl.params import Params, load_params, read_yaml
 
 EXPERIMENTS_DIR = Path("experiments")
 _NAME = re.compile(r"^(?P<table>[a-z0-9]+)-(?P<row>[A-Za-z0-9._-]+)-s(?P<seed>\d+)$")
@@ -73,6 +73,11 @@ def row_name(param: str, value: Any) -> str:
     return f"{param.rsplit('.', 1)[-1]}-{yaml_value(value)}"
 
 
+def sweep_row(param: str, value: Any, default: Params) -> str:
+    """The row of a one-at-a-time sweep's point: `default` at the param's default value."""
+    return "default" if default_value(default, param) == value else row_name(param, value)
+
+
 def sweep_rows(sweeps: dict[str, list[Any]], grid: bool, default: Params) -> dict[str, dict[str, Any]]:
     """One row per swept value, the default value's row being the default itself (`default`)."""
     rows: dict[str, dict[str, Any]] = {"default": {}}
@@ -83,8 +88,8 @@ def sweep_rows(sweeps: dict[str, list[Any]], grid: bool, default: Params) -> dic
         return rows
     for param, values in sweeps.items():
         for value in values:
-            if default_value(default, param) != value:
-                rows[row_name(param, value)] = {param: value}
+            if (row := sweep_row(param, value, default)) != "default":
+                rows[row] = {param: value}
     return rows
 
 
@@ -102,10 +107,7 @@ def load_table(path: Path, params_path: Path = Path("params.yaml")) -> Table:
     if not path.is_file():
         known = ", ".join(sorted(p.stem for p in path.parent.glob("*.yaml"))) or "none"
         raise PearlError(f"{path}: no such experiment table (tables: {known})")
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as error:
-        raise PearlError(f"{path}: not valid YAML ({str(error).splitlines()[0]})") from None
+    raw = read_yaml(path)
     if not isinstance(raw, dict) or not ({"rows", "sweeps"} & raw.keys()):
         raise PearlError(f"{path}: expected a mapping with `rows` or `sweeps`")
     unknown = sorted(set(raw) - {"title", "seeds", "rows", "sweeps", "grid", "fixed"})

@@ -21,11 +21,11 @@ import polars as pl
 import yaml
 
 from pearl.artifacts import atomic_path, write_json
-from pearl.bench.report import MEANS, TITLES
+from pearl.bench.report import TITLES, with_means
 from pearl.bench.task_names import ALL_TASKS, TUNE_TASKS
 from pearl.errors import PearlError
 from pearl.experiments import shell
-from pearl.experiments.definitions import Table, default_value, parse_name, row_name, yaml_value
+from pearl.experiments.definitions import Table, parse_name, sweep_row, yaml_value
 from pearl.log import get_logger
 from pearl.params import Params
 
@@ -37,7 +37,6 @@ COLUMNS = {
     "test": ("metrics/bench/model", "bench@", ALL_TASKS),
     "test_base": ("metrics/bench/base", "bench_base@", ALL_TASKS),
 }
-SUITE_MEANS = {"tune": ("tune",), "test": ("avg9", "general")}
 TRAIN_FIELDS = ("steps", "seconds", "heldout_type_accuracy", "distill_loss", "teacher", "backbone")
 
 
@@ -69,8 +68,8 @@ def _column(rev: str, lock: dict, params: dict, column: str) -> dict[str, float]
     scores = {}
     for task in tasks:
         entry = lock.get(prefix + task)
-        text = shell.git_show(rev, f"{folder}/{task}.json")
-        if entry is None or text is None:
+        text = shell.git_show(rev, f"{folder}/{task}.json") if entry is not None else None
+        if text is None:
             continue
         if column.endswith("_base"):
             used = entry.get("params", {}).get("params.yaml", {})
@@ -120,15 +119,6 @@ def _stat(values: list[float]) -> dict:
             "n": len(values)}
 
 
-def _suite_scores(scores: dict[str, float], column: str) -> dict[str, float]:
-    out = dict(scores)
-    for name in SUITE_MEANS[column.removesuffix("_base")]:
-        members = MEANS[name]
-        if all(t in scores for t in members):
-            out[name] = round(sum(scores[t] for t in members) / len(members), 2)
-    return out
-
-
 def aggregate(runs: list[dict], table: Table) -> dict[str, dict]:
     """Row → column → task or mean → mean ± std over seeds: the latest run of each seed among the
     runs of the row's latest recipe."""
@@ -140,7 +130,7 @@ def aggregate(runs: list[dict], table: Table) -> dict[str, dict]:
         seeds = sorted(s for (r, s) in latest if r == row)
         cells: dict[str, Any] = {"overrides": table.rows[row], "seeds": seeds}
         for column in COLUMNS:
-            per_seed = [_suite_scores(latest[(row, s)][column], column) for s in seeds]
+            per_seed = [with_means(latest[(row, s)][column]) for s in seeds]
             keys = sorted({k for scores in per_seed for k in scores})
             cells[column] = {k: _stat([p[k] for p in per_seed if k in p]) for k in keys}
         rows[row] = cells
@@ -153,10 +143,9 @@ def sweep_points(table: Table, rows: dict[str, dict], default: Params) -> dict[s
     if table.grid:
         return points
     for param, values in (table.sweeps or {}).items():
-        at_default = default_value(default, param)
         line = []
         for value in values:
-            row = "default" if value == at_default else row_name(param, value)
+            row = sweep_row(param, value, default)
             tune = rows.get(row, {}).get("tune", {}).get("tune")
             if tune:
                 line.append({param: value, "tune_mean": tune["mean"], "tune_std": tune["std"] or 0.0, "seeds": tune["n"]})

@@ -53,4 +53,7 @@ def load_checkpoint(directory: Path, expected: str) -> dict | None:
 
 
 def clear_checkpoints(directory: Path) -> None:
+    """Remove the finished run's checkpoint and any half-written one a run killed with -9 left."""
     (directory / LATEST).unlink(missing_ok=True)
+    for stale in directory.glob(f".{LATEST}.*.tmp"):
+        stale.unlink(missing_ok=True)

@@ -10,6 +10,7 @@ from pearl.errors import PearlError
 from pearl.experiments.definitions import Run, load_table, load_tables, parse_name
 from pearl.experiments.results import Finished, aggregate, markdown, read_run, sweep_points
 from pearl.experiments.runner import run_all
+from pearl.params import set_key
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -81,15 +82,20 @@ def _commit(repo: Path, files: dict[str, str]) -> str:
     return subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True).stdout.strip()
 
 
-def _experiment_commit(repo: Path, seed_score: float, test_model_hash: str) -> str:
+def _experiment_commit(repo: Path, seed_score: float, test_model_hash: str, overrides: dict) -> str:
+    """An experiment's commit: the project's params with `overrides` set, as `dvc exp run -S` leaves them."""
+    params = yaml.safe_load((ROOT / "params.yaml").read_text())
+    for dotted, value in overrides.items():
+        set_key(params, dotted, value)
     model = {"path": "models/pearl", "md5": "m1.dir"}
     lock = {"stages": {
         "average": {"outs": [model]},
         **{f"bench_tune@{t}": {"deps": [model]} for t in ("conll2003_train", "bc5cdr_train", "stsb_dev", "rw", "simverb")},
-        "bench_tune_base@rw": {"params": {"params.yaml": {"model.backbone": "mini", "model.prefix": ""}}},
+        "bench_tune_base@rw": {"params": {"params.yaml": {"model.backbone": params["model"]["backbone"],
+                                                          "model.prefix": params["model"]["prefix"]}}},
         "bench@bird": {"deps": [{"path": "models/pearl", "md5": test_model_hash}]},
     }}
-    files = {"dvc.lock": yaml.safe_dump(lock), "params.yaml": yaml.safe_dump({"model": {"backbone": "mini", "prefix": ""}}),
+    files = {"dvc.lock": yaml.safe_dump(lock), "params.yaml": yaml.safe_dump(params),
              "metrics/train.json": json.dumps({"steps": 270, "seconds": 1.0}),
              "metrics/tune/base/rw.json": json.dumps({"score": 40.0}),
              "metrics/bench/model/bird.json": json.dumps({"score": 70.0})}
@@ -104,26 +110,31 @@ def test_results_keep_only_scores_of_the_experiments_own_model_and_average_seeds
     subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
     table = load_table(_table(tmp_path, {"rows": {"default": {}, "no-type": {"train.type_weight": 0}},
                                          "seeds": [42, 1]}), ROOT / "params.yaml")
-    stale = _experiment_commit(repo, 50.0, test_model_hash="m0.dir")  # bench@bird read the baseline's model
-    fresh = _experiment_commit(repo, 52.0, test_model_hash="m1.dir")
+    no_type = {"train.type_weight": 0}
+    stale = _experiment_commit(repo, 50.0, "m0.dir", no_type)  # bench@bird read the baseline's model
+    fresh = _experiment_commit(repo, 52.0, "m1.dir", {**no_type, "train.seed": 1})
+    elsewhere = _experiment_commit(repo, 60.0, "m1.dir", {"train.seed": 3})  # the default, run by another table
     monkeypatch.chdir(repo)
     first = read_run(Finished("t9-no-type-s42", stale, "base"), {"t9": table})
     second = read_run(Finished("t9-no-type-s1", fresh, "base"), {"t9": table})
+    other = read_run(Finished("t9-alpha-0.5-s3", elsewhere, "base"), {"t9": table})
     assert read_run(Finished("someone-elses", fresh, "base"), {"t9": table}) is None
     assert first["tune"]["rw"] == 53.0 and first["tune_base"] == {"rw": 40.0}
     assert first["test"] == {} and second["test"] == {"bird": 70.0}
     assert first["overrides"] == {"train.type_weight": 0} and first["train"]["steps"] == 270
 
-    # a seed run under an older recipe (the default has moved on since) is not averaged in
+    # a run counts for the row of its recipe, whatever its name; one of an older recipe (the default has
+    # moved on since) for none
     older = {**first, "rev": "old", "seed": 7, "recipe": "older", "created": "2026-01-01T00:00:00+00:00"}
-    rows = aggregate([older, first, second], table)
-    assert first["recipe"] == second["recipe"] != "older"
-    assert rows["no-type"]["seeds"] == [1, 42] and rows["default"]["seeds"] == []
+    rows = aggregate([older, first, second, other], table)
+    assert first["recipe"] == second["recipe"] == table.recipes["no-type"] != other["recipe"]
+    assert rows["no-type"]["seeds"] == [1, 42] and rows["default"]["seeds"] == [3]
     tune_mean = rows["no-type"]["tune"]["tune"]
     assert (tune_mean["mean"], tune_mean["n"]) == (53.0, 2) and tune_mean["std"] == pytest.approx(1.41, abs=0.01)
     assert rows["no-type"]["test"]["bird"] == {"mean": 70.0, "std": None, "n": 1}
     text = markdown({"t9": table}, {"t9": rows})
-    assert "| no-type | `train.type_weight=0` | 1,42 | 51.00 ± 1.41 |" in text and "Not run yet (1 of 2 rows): default." in text
+    assert "| no-type | `train.type_weight=0` | 1,42 | 51.00 ± 1.41 |" in text and "| default | (default) | 3 | 60.00 |" in text
+    assert "Not run yet (1 of 2 rows): default." in markdown({"t9": table}, {"t9": aggregate([first], table)})
 
 
 def test_sweep_points_put_the_default_run_at_the_default_value(tmp_path):
@@ -157,3 +168,29 @@ def test_figure4_draws_each_dataset_and_scores_the_types(make_params, tiny_encod
     assert result["phrases"]["types"] == ["DATE", "GPE"]  # OTHER is no entity type; two of the three kept
     assert all(-1 <= result[s][k] <= 1 for s in ("conll2003", "bc5cdr", "phrases") for k in ("backbone", "model"))
     assert json.loads((tmp_path / "fig.json").read_text()) == result
+
+
+def test_results_draw_each_sweep_from_the_runs_of_todays_default_and_drop_a_plot_left_without_any(tmp_path):
+    from pearl.experiments.results import write_results
+    from pearl.params import load_params
+
+    table = load_table(_table(tmp_path, {"sweeps": {"train.lr": [1e-5, 3e-5], "average.alpha": [0.5, 1.0]}}),
+                       ROOT / "params.yaml")
+    tune = {"conll2003_train": 40.0, "bc5cdr_train": 60.0, "stsb_dev": 80.0, "rw": 50.0, "simverb": 30.0}
+    run = lambda row, recipe: {"name": f"t9-{row}-s42", "table": "t9", "row": row, "seed": 42, "rev": row,  # noqa: E731
+                               "created": "2026-01-01T00:00:00+00:00", "recipe": recipe, "tune": tune,
+                               "tune_base": {}, "test": {}, "test_base": {}}
+    record = tmp_path / "experiments.json"
+    record.write_text(json.dumps({"runs": [run("default", table.recipes["default"]),
+                                           run("lr-1.0e-05", table.recipes["lr-1.0e-05"]),
+                                           run("alpha-1.0", "of an older default")]}))
+    plots = tmp_path / "plots"
+    plots.mkdir()
+    (plots / "t9_alpha.csv").write_text("alpha,tune_mean\n1.0,1.0\n")
+    write_results({"t9": table}, load_params(ROOT / "params.yaml"), [], record, tmp_path / "experiments.md", plots)
+    assert pl.read_csv(plots / "t9_lr.csv")["lr"].to_list() == [1e-5, 3e-5]
+    # alpha 0.5 is the default's run: one point is still a line to draw; the 1.0 run is of another recipe
+    assert pl.read_csv(plots / "t9_alpha.csv")["alpha"].to_list() == [0.5]
+    record.write_text(json.dumps({"runs": [run("lr-1.0e-05", table.recipes["lr-1.0e-05"])]}))
+    write_results({"t9": table}, load_params(ROOT / "params.yaml"), [], record, tmp_path / "experiments.md", plots)
+    assert not (plots / "t9_alpha.csv").exists()

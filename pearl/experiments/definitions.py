@@ -10,9 +10,11 @@ cached and only training varies; the default `base.seed` is the run itself.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
+import json
 import re
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +58,7 @@ class Table:
     seeds: tuple[int, ...]
     sweeps: dict[str, list[Any]] | None  # param → values, for the line plots of a sweep table
     grid: bool  # the sweeps' cartesian product rather than one param at a time
+    recipes: dict[str, str]  # row → recipe_of its params: the runs that count for it
 
     def runs(self, seeds: tuple[int, ...] | None = None, rows: list[str] | None = None) -> list[Run]:
         unknown = sorted(set(rows or []) - set(self.rows))
@@ -63,6 +66,15 @@ class Table:
             raise PearlError(f"{self.name}: no row {', '.join(unknown)} (rows: {', '.join(self.rows)})")
         chosen = [r for r in self.rows if rows is None or r in rows]
         return [Run(self.name, row, seed, self.rows[row]) for seed in (seeds or self.seeds) for row in chosen]
+
+
+def recipe_of(params: Params) -> str:
+    """What a run trains and measures with, the seed aside: its typed params but train.seed and the
+    benchmark's and Figure 4's sections. A run counts for every row of this recipe, whichever table
+    ran it, and for none once the default has moved on."""
+    recipe = {k: v for k, v in asdict(params).items() if k not in ("bench", "figure4")}
+    recipe["train"] = {k: v for k, v in recipe["train"].items() if k != "seed"}
+    return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:12]
 
 
 def yaml_value(value: Any) -> str:
@@ -120,18 +132,18 @@ def load_table(path: Path, params_path: Path = Path("params.yaml")) -> Table:
     fixed = raw.get("fixed") or {}
     sweeps = raw.get("sweeps")
     rows = sweep_rows(sweeps, bool(raw.get("grid")), default) if sweeps else raw["rows"]
-    checked = {}
+    checked, recipes = {}, {}
     for row, overrides in rows.items():
         if not _ROW.match(str(row)):
             raise PearlError(f"{path}: row name {row!r} may hold only letters, digits, '.', '_' and '-'")
         overrides = {**fixed, **(overrides or {})}
         try:
-            load_params(params_path, overrides)
+            recipes[str(row)] = recipe_of(load_params(params_path, overrides))
         except PearlError as error:
             raise PearlError(f"{path}: row {row}: {error}") from None
         checked[str(row)] = overrides
     seeds = tuple(int(s) for s in raw.get("seeds") or [default.base.seed])
-    return Table(name, raw.get("title", name), checked, seeds, sweeps, bool(raw.get("grid")))
+    return Table(name, raw.get("title", name), checked, seeds, sweeps, bool(raw.get("grid")), recipes)
 
 
 def load_tables(directory: Path = EXPERIMENTS_DIR, params_path: Path = Path("params.yaml")) -> dict[str, Table]:

@@ -10,7 +10,6 @@ on its own `model.backbone`: a tune-only experiment carries the baseline's test 
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,9 +24,9 @@ from pearl.bench.report import TITLES, with_means
 from pearl.bench.task_names import ALL_TASKS, TUNE_TASKS
 from pearl.errors import PearlError
 from pearl.experiments import shell
-from pearl.experiments.definitions import Table, parse_name, sweep_row, yaml_value
+from pearl.experiments.definitions import Table, parse_name, recipe_of, sweep_row, yaml_value
 from pearl.log import get_logger
-from pearl.params import Params
+from pearl.params import Params, parse_params
 
 log = get_logger("experiments")
 # suite column → (metrics folder, dvc.lock stage prefix, tasks)
@@ -81,15 +80,6 @@ def _column(rev: str, lock: dict, params: dict, column: str) -> dict[str, float]
     return scores
 
 
-def recipe_hash(params: dict) -> str:
-    """What a run trained with, the seed aside: its params but train.seed and the benchmark's and
-    Figure 4's sections. Seeds of a row are averaged only among runs of one recipe, so a row whose
-    default moved on is not mixed with its older runs."""
-    recipe = {k: v for k, v in params.items() if k not in ("bench", "figure4")}
-    recipe["train"] = {k: v for k, v in recipe.get("train", {}).items() if k != "seed"}
-    return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:12]
-
-
 def read_run(found: Finished, tables: dict[str, Table]) -> dict | None:
     """The record of one finished experiment, or None when no table defines its name."""
     parsed = parse_name(found.name)
@@ -98,10 +88,14 @@ def read_run(found: Finished, tables: dict[str, Table]) -> dict | None:
     table, row, seed = parsed
     lock = yaml.safe_load(shell.git_show(found.rev, "dvc.lock") or "{}").get("stages", {})
     params = yaml.safe_load(shell.git_show(found.rev, "params.yaml") or "{}")
+    try:
+        recipe = recipe_of(parse_params(params))
+    except PearlError:  # params of an older schema: no row of today's tables has that recipe
+        recipe = None
     train = json.loads(shell.git_show(found.rev, "metrics/train.json") or "{}")
     created = shell.run(["git", "show", "-s", "--format=%cI", found.rev]).strip()
     record = {"name": found.name, "table": table, "row": row, "seed": seed, "rev": found.rev,
-              "baseline": found.baseline, "created": created, "recipe": recipe_hash(params),
+              "baseline": found.baseline, "created": created, "recipe": recipe,
               "overrides": tables[table].rows.get(row), "train": {k: train[k] for k in TRAIN_FIELDS if k in train}}
     for column in COLUMNS:
         record[column] = _column(found.rev, lock, params, column)
@@ -121,10 +115,12 @@ def _stat(values: list[float]) -> dict:
 
 def aggregate(runs: list[dict], table: Table) -> dict[str, dict]:
     """Row → column → task or mean → mean ± std over seeds: the latest run of each seed among the
-    runs of the row's latest recipe."""
-    ours = [run for run in runs if run["table"] == table.name]  # sorted by creation time
-    recipe = {run["row"]: run["recipe"] for run in ours}  # each row's latest recipe
-    latest = {(run["row"], run["seed"]): run for run in ours if run["recipe"] == recipe[run["row"]]}
+    runs, of any table, with the row's recipe."""
+    latest = {}
+    for run in sorted(runs, key=lambda r: r["created"]):
+        for row, recipe in table.recipes.items():
+            if run["recipe"] == recipe:
+                latest[(row, run["seed"])] = run
     rows = {}
     for row in table.rows:
         seeds = sorted(s for (r, s) in latest if r == row)
@@ -208,10 +204,12 @@ def write_results(tables: dict[str, Table], default: Params, found: list[Finishe
     plots_dir.mkdir(parents=True, exist_ok=True)
     for name, table in tables.items():
         for param, line in sweep_points(table, aggregated[name], default).items():
-            if not line:
-                continue
             leaf = param.rsplit(".", 1)[-1]  # a dot in a column name is a nested field to Vega-Lite
-            with atomic_path(plots_dir / f"{name}_{leaf}.csv") as tmp:
+            plot = plots_dir / f"{name}_{leaf}.csv"
+            if not line:  # none of its points run under today's default: an older plot would mislead
+                plot.unlink(missing_ok=True)
+                continue
+            with atomic_path(plot) as tmp:
                 pl.DataFrame(line).rename({param: leaf}).write_csv(tmp)
     write_json(result, out_json)
     with atomic_path(out_md) as tmp:

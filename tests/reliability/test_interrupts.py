@@ -43,7 +43,8 @@ def untimed(path: Path) -> dict:
 
 
 def leftovers(root: Path) -> list[str]:
-    return sorted(str(p.relative_to(root)) for folder in ("data", "models", "metrics", "checkpoints") if (root / folder).exists()
+    return sorted(str(p.relative_to(root)) for folder in ("data", "models", "metrics", "checkpoints")
+                  if (root / folder).exists()
                   for p in (root / folder).rglob("*") if p.name.endswith((".tmp", ".staging")))
 
 

@@ -136,6 +136,22 @@ def test_retrieval_with_a_knowledge_base_file(tmp_path):
     assert len(pairs) == result["n"]
 
 
+def test_wiki_aliases_take_the_names_a_lead_gives_its_subject():
+    from pearl.bench.wiki_aliases import load_wiki_aliases, mine_aliases
+
+    articles = [
+        ("Timur", "Timur, also known as Tamerlane, was a Turco-Mongol conqueror."),
+        ("Taiwan", "Taiwan, officially the Republic of China, formerly known as Formosa or Ilha Formosa, is a country."),
+        ("Leviathan (Hobbes book)", "Leviathan, also known as The Leviathan, is a book by Thomas Hobbes."),
+        ("Paris", "Paris is the capital of France. It is also called the city of light."),  # no capital: no name
+        ("Rome", "Rome is the capital of Italy. " + "It grew. " * 60 + "It is also known as the Eternal City."),
+    ]
+    assert mine_aliases(articles) == [("Tamerlane", "Timur"), ("Formosa", "Taiwan"), ("Ilha Formosa", "Taiwan")]
+    # the real task: every title is the dictionary, every gold title in it
+    real = load_wiki_aliases()
+    assert len(real.mentions) > 500 and len(real.dictionary) > 9_000 and set(real.gold) <= set(real.dictionary)
+
+
 # --- clustering --------------------------------------------------------------------------
 
 def test_clustering_reads_document_offsets_and_scores_nmi(tmp_path):

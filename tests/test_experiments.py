@@ -6,6 +6,7 @@ import polars as pl
 import pytest
 import yaml
 
+from pearl.bench.task_names import TUNE_TASKS
 from pearl.errors import PearlError
 from pearl.experiments.definitions import Run, load_table, load_tables, parse_name
 from pearl.experiments.results import Finished, aggregate, markdown, read_run, sweep_points
@@ -90,7 +91,7 @@ def _experiment_commit(repo: Path, seed_score: float, test_model_hash: str, over
     model = {"path": "models/pearl", "md5": "m1.dir"}
     lock = {"stages": {
         "average": {"outs": [model]},
-        **{f"bench_tune@{t}": {"deps": [model]} for t in ("conll2003_train", "bc5cdr_train", "stsb_dev", "rw", "simverb")},
+        **{f"bench_tune@{t}": {"deps": [model]} for t in TUNE_TASKS},
         "bench_tune_base@rw": {"params": {"params.yaml": {"model.backbone": params["model"]["backbone"],
                                                           "model.prefix": params["model"]["prefix"]}}},
         "bench@bird": {"deps": [{"path": "models/pearl", "md5": test_model_hash}]},
@@ -99,7 +100,7 @@ def _experiment_commit(repo: Path, seed_score: float, test_model_hash: str, over
              "metrics/train.json": json.dumps({"steps": 270, "seconds": 1.0}),
              "metrics/tune/base/rw.json": json.dumps({"score": 40.0}),
              "metrics/bench/model/bird.json": json.dumps({"score": 70.0})}
-    for i, task in enumerate(("conll2003_train", "bc5cdr_train", "stsb_dev", "rw", "simverb")):
+    for i, task in enumerate(TUNE_TASKS):
         files[f"metrics/tune/model/{task}.json"] = json.dumps({"score": seed_score + i})
     return _commit(repo, files)
 
@@ -130,7 +131,7 @@ def test_results_keep_only_scores_of_the_experiments_own_model_and_average_seeds
     assert first["recipe"] == second["recipe"] == table.recipes["no-type"] != other["recipe"]
     assert rows["no-type"]["seeds"] == [1, 42] and rows["default"]["seeds"] == [3]
     tune_mean = rows["no-type"]["tune"]["tune"]
-    assert (tune_mean["mean"], tune_mean["n"]) == (53.0, 2) and tune_mean["std"] == pytest.approx(1.41, abs=0.01)
+    assert (tune_mean["mean"], tune_mean["n"]) == (51.0 + (len(TUNE_TASKS) - 1) / 2, 2) and tune_mean["std"] == pytest.approx(1.41, abs=0.01)
     assert rows["no-type"]["test"]["bird"] == {"mean": 70.0, "std": None, "n": 1}
     text = markdown({"t9": table}, {"t9": rows})
     assert "| no-type | `train.type_weight=0` | 1,42 | 51.00 ± 1.41 |" in text and "| default | (default) | 3 | 60.00 |" in text
@@ -176,7 +177,7 @@ def test_results_draw_each_sweep_from_the_runs_of_todays_default_and_drop_a_plot
 
     table = load_table(_table(tmp_path, {"sweeps": {"train.lr": [1e-5, 3e-5], "average.alpha": [0.5, 1.0]}}),
                        ROOT / "params.yaml")
-    tune = {"conll2003_train": 40.0, "bc5cdr_train": 60.0, "stsb_dev": 80.0, "rw": 50.0, "simverb": 30.0}
+    tune = dict.fromkeys(TUNE_TASKS, 50.0)
     run = lambda row, recipe: {"name": f"t9-{row}-s42", "table": "t9", "row": row, "seed": 42, "rev": row,  # noqa: E731
                                "created": "2026-01-01T00:00:00+00:00", "recipe": recipe, "tune": tune,
                                "tune_base": {}, "test": {}, "test_base": {}}

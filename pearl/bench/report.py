@@ -15,7 +15,7 @@ TITLES = {
     "atis_l": "ATIS-L", "ppdb_clean": "PPDB clean", "ppdb_filtered_clean": "PPDB filtered clean",
     "simlex": "SimLex", "ws353_sim": "WS-sim", "ws353_rel": "WS-rel", "men": "MEN", "stsb": "STS-B",
     "conll2003_train": "CoNLL 03 train", "bc5cdr_train": "BC5CDR train", "stsb_dev": "STS-B dev",
-    "rw": "RW", "simverb": "SimVerb",
+    "rw": "RW", "simverb": "SimVerb", "wiki_aliases": "Wiki aliases",
     "avg9": "Avg (9 tasks)", "general": "General (mean)", "tune": "Tune (mean)",
 }
 # column → the tasks it averages, when all are present

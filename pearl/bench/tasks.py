@@ -19,6 +19,7 @@ from pearl.bench.metrics import choice_accuracy, kmeans_nmi, pearson, spearman, 
 from pearl.bench.probe import ProbeSettings, probe_accuracy
 from pearl.bench.similarity import EmbeddingSimilarity, TrigramJaccard
 from pearl.bench.task_names import ALL_TASKS, TUNE_TASKS
+from pearl.bench.wiki_aliases import load_wiki_aliases
 
 
 @dataclass
@@ -100,14 +101,16 @@ def bird(ctx: BenchContext) -> dict:
 
 
 def retrieval(ctx: BenchContext, task: str) -> dict:
+    return {**linking(ctx, data.load_retrieval(ctx.data_dir, task, ctx.kb[task])),
+            "dictionary_is_kb": int(ctx.kb[task] is not None)}
+
+
+def linking(ctx: BenchContext, dataset: data.RetrievalData) -> dict:
     """Top-1 accuracy of the nearest dictionary name (exact search), ties credited 1/k."""
-    dataset = data.load_retrieval(ctx.data_dir, task, ctx.kb[task])
     tied = ctx.similarity.top_ties(dataset.mentions, dataset.dictionary)
     position = {name: i for i, name in enumerate(dataset.dictionary)}
     accuracy = tied_accuracy(tied, [{position[g]} for g in dataset.gold])
-    return {"score": _percent(accuracy), "n": len(dataset.mentions),
-            "dictionary_size": len(dataset.dictionary),
-            "dictionary_is_kb": int(ctx.kb[task] is not None)}
+    return {"score": _percent(accuracy), "n": len(dataset.mentions), "dictionary_size": len(dataset.dictionary)}
 
 
 def clustering(ctx: BenchContext, task: str, split: str = "test") -> dict:
@@ -181,5 +184,6 @@ TASKS: dict[str, Callable[[BenchContext], dict]] = {
     "stsb_dev": lambda ctx: scored_pairs(ctx, data.load_stsb(ctx.general_dir, "dev")),
     **{task: (lambda ctx, f=WORD_SIM_FILES[task]: scored_pairs(ctx, data.load_word_similarity(ctx.general_dir, f)))
        for task in ("rw", "simverb")},
+    "wiki_aliases": lambda ctx: linking(ctx, load_wiki_aliases()),
 }
 assert tuple(TASKS) == ALL_TASKS + TUNE_TASKS

@@ -13,10 +13,11 @@ from tests.reliability.test_odd_inputs import BENCH_LONG
 # (what is tried, the command, what happens, the test that checks it)
 SCENARIOS = [
     *((f"{'SIGTERM' if stop == signal.SIGTERM else 'kill -9'} during `{stage}`", f"`dvc repro -f {stage}`, stopped after "
-       f"“{marker}” + {delay} s, then `dvc repro -f {stage}` (forced, so that the stage really runs again)",
+       f"“{marker}” + {delay} s, then `dvc repro {stage}`, then `dvc repro -f {stage}` "
+       "(forced, so that the stage really runs again)",
        "exit ≠ 0" + (", `error: stopped by SIGTERM…`, no temp file left" if stop == signal.SIGTERM else "")
-       + "; the re-run removes what the stopped run left (staging folders, half-written checkpoints) "
-         "and gives byte-identical outputs (dvc.lock hashes)",
+       + "; `dvc repro` completes with the same outputs (dvc.lock hashes); the forced re-run removes what the "
+         "stopped run left (staging folders, half-written checkpoints) and gives byte-identical outputs",
        "test_interrupts.py::test_a_stopped_stage_leaves_no_partial_output_and_reruns_to_the_same_bytes")
       for stage, (_, marker, delay) in STAGES.items() for stop in (signal.SIGTERM, signal.SIGKILL)),
     ("the front half run twice", "`dvc repro -f average` over a finished run",

@@ -117,8 +117,9 @@ def test_a_stopped_stage_leaves_no_partial_output_and_reruns_to_the_same_bytes(r
     if stop == signal.SIGTERM:
         assert "error: stopped by SIGTERM" in log and "Traceback" not in log, log[-3000:]
         assert leftovers(repo) == []
-    # forced: without -f DVC checks the locked outputs out of its cache and never runs the stage, so
-    # neither the clean-up of what the stopped run left nor the bytes of a fresh run would be tested
+    dvc(repo, "repro", "--single-item", stage)  # what a user types: DVC checks the locked outputs out of its cache
+    assert locked_outputs(repo) == outputs
+    # forced, so that the stage really runs: it clears what the stopped run left, and its bytes are compared
     dvc(repo, "repro", "-f", "--single-item", stage)
     assert leftovers(repo) == []
     assert locked_outputs(repo) == outputs

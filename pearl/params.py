@@ -28,6 +28,7 @@ NonNegativeInt = Annotated[int, Field(ge=0)]
 class BaseParams:
     seed: NonNegativeInt
     device: Literal["auto", "cpu", "cuda"]
+    engine: Literal["local", "ray"]
 
 
 @dataclass(config=_SCHEMA)
@@ -56,6 +57,22 @@ class ParseParams:
     max_chars: PositiveInt
     batch_size: PositiveInt
     n_process: PositiveInt
+
+
+@dataclass(config=_SCHEMA)
+class RayStageParams:
+    workers: PositiveInt
+    batch_size: PositiveInt
+    cpus_per_worker: Annotated[float, Field(gt=0)]
+    gpus_per_worker: Annotated[float, Field(ge=0)]
+
+
+@dataclass(config=_SCHEMA)
+class RayParams:
+    address: str | None
+    num_cpus: PositiveInt | None
+    parse: RayStageParams
+    typing: RayStageParams
 
 
 @dataclass(config=_SCHEMA)
@@ -197,6 +214,7 @@ class BenchParams:
 @dataclass(config=_SCHEMA)
 class Params:
     base: BaseParams
+    ray: RayParams
     corpus: CorpusParams
     parse: ParseParams
     typing: TypingParams

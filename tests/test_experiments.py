@@ -11,7 +11,7 @@ from pearl.errors import PearlError
 from pearl.experiments.definitions import Run, load_table, load_tables, parse_name
 from pearl.experiments.results import Finished, aggregate, markdown, read_run, sweep_points
 from pearl.experiments.runner import run_all
-from pearl.params import set_key
+from pearl.params import load_params, set_key
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -83,11 +83,15 @@ def _commit(repo: Path, files: dict[str, str]) -> str:
     return subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True).stdout.strip()
 
 
-def _experiment_commit(repo: Path, seed_score: float, test_model_hash: str, overrides: dict) -> str:
-    """An experiment's commit: the project's params with `overrides` set, as `dvc exp run -S` leaves them."""
+def _experiment_commit(repo: Path, seed_score: float, test_model_hash: str, overrides: dict,
+                       before_ray: bool = False) -> str:
+    """An experiment's commit: the project's params with `overrides` set, as `dvc exp run -S` leaves them;
+    `before_ray`: made before params.yaml had base.engine and the ray section."""
     params = yaml.safe_load((ROOT / "params.yaml").read_text())
     for dotted, value in overrides.items():
         set_key(params, dotted, value)
+    if before_ray:
+        del params["ray"], params["base"]["engine"]
     model = {"path": "models/pearl", "md5": "m1.dir"}
     lock = {"stages": {
         "average": {"outs": [model]},
@@ -113,19 +117,20 @@ def test_results_keep_only_scores_of_the_experiments_own_model_and_average_seeds
                                          "seeds": [42, 1]}), ROOT / "params.yaml")
     no_type = {"train.type_weight": 0}
     stale = _experiment_commit(repo, 50.0, "m0.dir", no_type)  # bench@bird read the baseline's model
-    fresh = _experiment_commit(repo, 52.0, "m1.dir", {**no_type, "train.seed": 1})
+    fresh = _experiment_commit(repo, 52.0, "m1.dir", {**no_type, "train.seed": 1}, before_ray=True)
     elsewhere = _experiment_commit(repo, 60.0, "m1.dir", {"train.seed": 3})  # the default, run by another table
     monkeypatch.chdir(repo)
-    first = read_run(Finished("t9-no-type-s42", stale, "base"), {"t9": table})
-    second = read_run(Finished("t9-no-type-s1", fresh, "base"), {"t9": table})
-    other = read_run(Finished("t9-alpha-0.5-s3", elsewhere, "base"), {"t9": table})
-    assert read_run(Finished("someone-elses", fresh, "base"), {"t9": table}) is None
+    default = load_params(ROOT / "params.yaml")
+    first = read_run(Finished("t9-no-type-s42", stale, "base"), {"t9": table}, default)
+    second = read_run(Finished("t9-no-type-s1", fresh, "base"), {"t9": table}, default)
+    other = read_run(Finished("t9-alpha-0.5-s3", elsewhere, "base"), {"t9": table}, default)
+    assert read_run(Finished("someone-elses", fresh, "base"), {"t9": table}, default) is None
     assert first["tune"]["rw"] == 53.0 and first["tune_base"] == {"rw": 40.0}
     assert first["test"] == {} and second["test"] == {"bird": 70.0}
     assert first["overrides"] == {"train.type_weight": 0} and first["train"]["steps"] == 270
 
-    # a run counts for the row of its recipe, whatever its name; one of an older recipe (the default has
-    # moved on since) for none
+    # a run counts for the row of its recipe, whatever its name (and wherever it ran: `second` predates
+    # base.engine); one of an older recipe (the default has moved on since) for none
     older = {**first, "rev": "old", "seed": 7, "recipe": "older", "created": "2026-01-01T00:00:00+00:00"}
     rows = aggregate([older, first, second, other], table)
     assert first["recipe"] == second["recipe"] == table.recipes["no-type"] != other["recipe"]
@@ -142,7 +147,6 @@ def test_sweep_points_put_the_default_run_at_the_default_value(tmp_path):
     table = load_table(_table(tmp_path, {"sweeps": {"train.lr": [1e-5, 3e-5, 1e-4]}}), ROOT / "params.yaml")
     cell = lambda m: {"tune": {"tune": {"mean": m, "std": None, "n": 1}}}  # noqa: E731
     rows = {"default": cell(54.0), "lr-1.0e-05": cell(53.0), "lr-0.0001": cell(55.0)}
-    from pearl.params import load_params
 
     points = sweep_points(table, rows, load_params(ROOT / "params.yaml"))
     assert [(p["train.lr"], p["tune_mean"]) for p in points["train.lr"]] == [(1e-5, 53.0), (3e-5, 54.0), (1e-4, 55.0)]

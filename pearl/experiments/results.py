@@ -11,7 +11,7 @@ on its own `model.backbone`: a tune-only experiment carries the baseline's test 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from statistics import mean, stdev
 from typing import Any
@@ -80,7 +80,14 @@ def _column(rev: str, lock: dict, params: dict, column: str) -> dict[str, float]
     return scores
 
 
-def read_run(found: Finished, tables: dict[str, Table]) -> dict | None:
+def _with_engine(params: dict, default: Params) -> dict:
+    """Runs made before base.engine and the ray section existed ran locally; neither enters a recipe."""
+    if not isinstance(params, dict) or not isinstance(params.get("base"), dict):
+        return params
+    return {"ray": asdict(default.ray), **params, "base": {"engine": "local", **params["base"]}}
+
+
+def read_run(found: Finished, tables: dict[str, Table], default: Params) -> dict | None:
     """The record of one finished experiment, or None when no table defines its name."""
     parsed = parse_name(found.name)
     if parsed is None or parsed[0] not in tables:
@@ -89,7 +96,7 @@ def read_run(found: Finished, tables: dict[str, Table]) -> dict | None:
     lock = yaml.safe_load(shell.git_show(found.rev, "dvc.lock") or "{}").get("stages", {})
     params = yaml.safe_load(shell.git_show(found.rev, "params.yaml") or "{}")
     try:
-        recipe = recipe_of(parse_params(params))
+        recipe = recipe_of(parse_params(_with_engine(params, default)))
     except PearlError:  # params of an older schema: no row of today's tables has that recipe
         recipe = None
     train = json.loads(shell.git_show(found.rev, "metrics/train.json") or "{}")
@@ -197,7 +204,7 @@ def write_results(tables: dict[str, Table], default: Params, found: list[Finishe
         recorded = json.loads(out_json.read_text())["runs"] if out_json.is_file() else []
     except (json.JSONDecodeError, KeyError, TypeError):
         raise PearlError(f"{out_json}: not the record this command writes (restore it: git checkout {out_json})") from None
-    new = [r for r in (read_run(f, tables) for f in found) if r is not None]
+    new = [r for r in (read_run(f, tables, default) for f in found) if r is not None]
     runs = merge(recorded, new)
     aggregated = {name: aggregate(runs, table) for name, table in tables.items()}
     result = {"runs": runs, "tables": aggregated}

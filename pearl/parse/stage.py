@@ -9,6 +9,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import polars as pl
+import pyarrow as pa
 from tqdm import tqdm
 
 from pearl.artifacts import SENTENCES_SCHEMA, read_artifact, write_json, write_meta, write_parquet
@@ -16,7 +17,8 @@ from pearl.errors import PearlError
 from pearl.labels import LEX_TYPES, shares
 from pearl.log import Stopwatch, get_logger
 from pearl.params import ParseParams, Params
-from pearl.parse.extract import build_parser, extract, extract_in_worker, init_worker
+from pearl.parse.extract import PhraseCounter, build_parser, extract, extract_in_worker, init_worker
+from pearl.ray_engine import map_with_actors, ray_session
 from pearl.spacy_models import package_version
 
 INPUT = Path("data/corpus/sentences.parquet")
@@ -52,6 +54,21 @@ def count_phrases(p: ParseParams, texts: list[str]) -> Counter:
     return total
 
 
+def count_phrases_on_ray(params: Params, texts: list[str]) -> tuple[Counter, int]:
+    """What count_phrases gives, from a pool of Ray actors; and how many nodes did the work."""
+    total: Counter = Counter()
+    nodes: set[str] = set()
+    with ray_session(params.ray):
+        rows = pa.table({"text": pa.array(texts, pa.string())})
+        for counts in map_with_actors(rows, PhraseCounter, (params.parse,), params.ray.parse, "parse"):
+            # one output batch may join several actors' outputs, so a key can repeat within it
+            for key, n in zip(zip(counts["phrase"].to_pylist(), counts["lex_type"].to_pylist()),
+                              counts["count"].to_pylist()):
+                total[key] += n
+            nodes.update(counts["node"].to_pylist())
+    return total, len(nodes)
+
+
 def aggregate(counts: Counter, min_freq: int) -> pl.DataFrame:
     """One row per phrase: its total frequency and its most frequent lexical type.
 
@@ -84,10 +101,16 @@ def run(params: Params, source: Path = INPUT, output: Path = OUTPUT, metrics: Pa
     texts = read_artifact(source, SENTENCES_SCHEMA)["text"].to_list()
     if not texts:
         raise PearlError(f"{source} holds no sentences: check the corpus stage's params")
-    log.info("parsing %d sentences with backend=%s, n_process=%d", len(texts), p.backend, p.n_process)
     clock = Stopwatch()
-    counts = count_phrases(p, texts)
-    timing = clock.report(log, len(texts), "sentences")
+    if params.base.engine == "ray":
+        log.info("parsing %d sentences with backend=%s on Ray, %d actor(s)", len(texts), p.backend,
+                 params.ray.parse.workers)
+        counts, nodes = count_phrases_on_ray(params, texts)
+        timing = {**clock.report(log, len(texts), "sentences"), "ray_nodes": nodes}
+    else:
+        log.info("parsing %d sentences with backend=%s, n_process=%d", len(texts), p.backend, p.n_process)
+        counts = count_phrases(p, texts)
+        timing = clock.report(log, len(texts), "sentences")
     phrases = aggregate(counts, p.min_freq)
     if phrases.height == 0:
         raise PearlError(
@@ -104,6 +127,7 @@ def run(params: Params, source: Path = INPUT, output: Path = OUTPUT, metrics: Pa
         "stage": "parse",
         "backend": p.backend,
         "parser": describe_parser(p),
+        "engine": params.base.engine,
         "min_freq": p.min_freq,
         "words": [p.min_words, p.max_words],
         "max_chars": p.max_chars,

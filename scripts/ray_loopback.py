@@ -1,0 +1,118 @@
+"""Multi-node for real, on one machine: a Ray head and a worker node (`ray start`, 1 CPU each, 127.0.0.1).
+
+1. `dvc repro typing` of a scratch clone (corpus slice `corpus.max_docs`) with `base.engine: ray` and
+   `ray.address` pointing at the head: both nodes must have done work (the stages' `ray_nodes`
+   metric), and the rows must be the bytes `base.engine: local` writes.
+2. The worker node is killed (`kill -9` of its raylet) while `parse` runs on both: the stage either
+   finishes through Ray's actor restarts with the same bytes, or fails in one line and leaves its
+   previous output in place. The script says which.
+Both nodes are stopped at the end, whatever happens. Run from the project root after `dvc repro corpus`.
+
+    python scripts/ray_loopback.py --max-docs 1500
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+PORT = 6391
+OUTPUTS = ("data/phrases/phrases.parquet", "data/typed/phrases.parquet")
+
+
+def sh(*args: str, cwd: Path | None = None) -> str:
+    return subprocess.run(args, cwd=cwd, check=True, capture_output=True, text=True).stdout
+
+
+def raylets() -> set[int]:
+    found = subprocess.run(["pgrep", "-f", "ray/core/src/ray/raylet/raylet"], capture_output=True, text=True)
+    return {int(pid) for pid in found.stdout.split()}
+
+
+def set_params(project: Path, **values) -> None:
+    params = yaml.safe_load((project / "params.yaml").read_text())
+    for dotted, value in values.items():
+        section, key = dotted.split("__")
+        params[section][key] = value
+    (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+
+
+def repro(project: Path, *targets: str) -> None:
+    sh("dvc", "repro", *targets, cwd=project)
+
+
+def snapshot(project: Path) -> tuple[bytes, ...]:
+    return tuple((project / path).read_bytes() for path in OUTPUTS)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--max-docs", type=int, default=1500, help="corpus.max_docs of the scratch clone")
+    parser.add_argument("--kill-after", type=float, default=5.0,
+                        help="seconds after parse's Ray pipeline starts to kill the worker node")
+    args = parser.parse_args()
+    os.environ.update(RAY_AUTH_MODE="token", RAY_USAGE_STATS_ENABLED="0",
+                      PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    sh("ray", "get-auth-token", "--generate")
+    address = f"127.0.0.1:{PORT}"
+
+    with tempfile.TemporaryDirectory() as scratch:
+        project = Path(scratch) / "pearl"
+        sh("git", "clone", "-q", str(ROOT), str(project))
+        sh("dvc", "cache", "dir", "--local", str(ROOT / ".dvc" / "cache"), cwd=project)
+        set_params(project, corpus__max_docs=args.max_docs, base__engine="local")
+        repro(project, "typing")
+        local = snapshot(project)
+
+        before = raylets()
+        sh("ray", "start", "--head", "--node-ip-address=127.0.0.1", f"--port={PORT}", "--num-cpus=1",
+           "--include-dashboard=false", "--disable-usage-stats")
+        head = raylets() - before
+        sh("ray", "start", f"--address={address}", "--node-ip-address=127.0.0.1", "--num-cpus=1")
+        worker = raylets() - before - head
+        try:
+            set_params(project, base__engine="ray", ray__address=address)
+            started = time.perf_counter()
+            repro(project, "typing")
+            nodes = {stage: json.loads((project / f"metrics/{stage}.json").read_text())["ray_nodes"]
+                     for stage in ("parse", "typing")}
+            print(f"1. dvc repro typing on two loopback nodes: {time.perf_counter() - started:.0f} s, nodes used "
+                  f"{nodes}, same bytes as local: {snapshot(project) == local}")
+            if nodes != {"parse": 2, "typing": 2} or snapshot(project) != local:
+                raise SystemExit("the two-node run did not use both nodes, or wrote other rows")
+
+            stage = subprocess.Popen(["dvc", "repro", "-f", "--single-item", "parse"], cwd=project,
+                                     stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+            lines = []
+            for line in stage.stderr:
+                lines.append(line)
+                if "Starting execution of Dataset" in line:
+                    break
+            time.sleep(args.kill_after)
+            for pid in worker:
+                os.kill(pid, 9)
+            lines += stage.stderr.readlines()
+            code = stage.wait()
+            ours = [line.strip() for line in lines if line.startswith("error:")]
+            same = (project / OUTPUTS[0]).read_bytes() == local[0]
+            leftovers = sorted(p.name for p in (project / "data/phrases").iterdir() if p.name.startswith("."))
+            print(f"2. worker node killed {args.kill_after:g} s into parse: exit {code}, "
+                  f"{'finished with the same bytes' if code == 0 and same else 'failed: ' + (ours[-1] if ours else lines[-1].strip())}; "
+                  f"phrases.parquet {'unchanged' if same else 'CHANGED'}, hidden leftovers {leftovers or 'none'}")
+        finally:
+            sh("ray", "stop", "--force")
+            shutil.rmtree(project / ".dvc" / "tmp", ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,45 @@
+"""`base.engine: ray` gives the rows the local engine gives, and fails in one line when it cannot start."""
+
+import polars as pl
+import pytest
+
+from pearl.entity_typing import stage as typing_stage
+from pearl.errors import PearlError
+from pearl.parse import stage as parse_stage
+from tests.test_parse_stage import SENTENCES
+
+
+@pytest.mark.slow
+def test_parse_and_typing_on_ray_write_the_local_engines_bytes(make_params, tmp_path):
+    corpus = tmp_path / "sentences.parquet"
+    sentences = SENTENCES * 3  # 21 sentences in batches of 4: both actors get work, and outputs interleave
+    pl.DataFrame({"doc_id": ["d"] * len(sentences), "sent_id": range(len(sentences)), "text": sentences}
+                 ).write_parquet(corpus)
+    written = {}
+    for engine in ("local", "ray"):
+        params = make_params(base__engine=engine, parse__n_process=1, ray__num_cpus=2, ray__parse__batch_size=4,
+                             ray__typing__batch_size=3)
+        phrases, typed = tmp_path / f"phrases_{engine}.parquet", tmp_path / f"typed_{engine}.parquet"
+        parse_stage.run(params, source=corpus, output=phrases, metrics=tmp_path / f"parse_{engine}.json")
+        typing_stage.run(params, source=phrases, output=typed, metrics=tmp_path / f"typing_{engine}.json")
+        written[engine] = phrases.read_bytes(), typed.read_bytes()
+    assert written["ray"] == written["local"]
+    assert pl.read_parquet(tmp_path / "typed_ray.parquet").filter(pl.col("phrase") == "Paris")["ent_type"].to_list() == ["GPE"]
+
+
+def test_an_address_where_no_ray_head_listens_fails_in_one_line(make_params, tmp_path):
+    corpus = tmp_path / "sentences.parquet"
+    pl.DataFrame({"doc_id": ["d"], "sent_id": [0], "text": SENTENCES[:1]}).write_parquet(corpus)
+    with pytest.raises(PearlError) as error:
+        parse_stage.run(make_params(base__engine="ray", ray__address="127.0.0.1:1"), source=corpus,
+                        output=tmp_path / "p.parquet", metrics=tmp_path / "m.json")
+    assert "ray.address='127.0.0.1:1'" in str(error.value) and "\n" not in str(error.value)
+    assert not (tmp_path / "p.parquet").exists()
+
+
+def test_an_actor_larger_than_the_cluster_fails_in_one_line(make_params, tmp_path):
+    corpus = tmp_path / "sentences.parquet"
+    pl.DataFrame({"doc_id": ["d"], "sent_id": [0], "text": SENTENCES[:1]}).write_parquet(corpus)
+    with pytest.raises(PearlError, match=r"ray\.parse\.cpus_per_worker"):
+        parse_stage.run(make_params(base__engine="ray", ray__num_cpus=1, ray__parse__cpus_per_worker=2),
+                        source=corpus, output=tmp_path / "p.parquet", metrics=tmp_path / "m.json")

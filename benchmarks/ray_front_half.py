@@ -18,6 +18,7 @@ import argparse
 import json
 import os
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -32,7 +33,7 @@ PORT = 6390
 
 
 def ray_cli(*args: str) -> None:
-    subprocess.run(["ray", *args], check=True, capture_output=True)
+    subprocess.run([str(Path(sys.executable).parent / "ray"), *args], check=True, capture_output=True)
 
 
 def start_loopback_nodes() -> str:
@@ -64,11 +65,11 @@ def main() -> None:
     corpus = pl.read_parquet(CORPUS)
     corpus = corpus.head(args.sentences) if args.sentences else corpus
     runs = {
-        "local, 1 process": {"base.engine": "local", "parse.n_process": 1},
-        "local, 2 processes": {"base.engine": "local", "parse.n_process": 2},
-        "Ray here, 1 actor": {"base.engine": "ray", "ray.num_cpus": 1, "ray.parse.workers": 1, "ray.typing.workers": 1},
-        "Ray here, 2 actors": {"base.engine": "ray", "ray.num_cpus": 2, "ray.parse.workers": 2, "ray.typing.workers": 2},
-        "Ray, 2 loopback nodes × 1 actor": {"base.engine": "ray", "ray.parse.workers": 2, "ray.typing.workers": 2},
+        "local, 1 process": {"engine": "local", "parse.n_process": 1},
+        "local, 2 processes": {"engine": "local", "parse.n_process": 2},
+        "Ray here, 1 actor": {"engine": "ray", "ray.num_cpus": 1, "ray.parse.workers": 1, "ray.typing.workers": 1},
+        "Ray here, 2 actors": {"engine": "ray", "ray.num_cpus": 2, "ray.parse.workers": 2, "ray.typing.workers": 2},
+        "Ray, 2 loopback nodes × 1 actor": {"engine": "ray", "ray.parse.workers": 2, "ray.typing.workers": 2},
     }
     with tempfile.TemporaryDirectory() as scratch:
         sentences = Path(scratch) / "sentences.parquet"

@@ -28,7 +28,6 @@ NonNegativeInt = Annotated[int, Field(ge=0)]
 class BaseParams:
     seed: NonNegativeInt
     device: Literal["auto", "cpu", "cuda"]
-    engine: Literal["local", "ray"]
 
 
 @dataclass(config=_SCHEMA)
@@ -213,6 +212,7 @@ class BenchParams:
 
 @dataclass(config=_SCHEMA)
 class Params:
+    engine: Literal["local", "ray"]
     base: BaseParams
     ray: RayParams
     corpus: CorpusParams
@@ -254,6 +254,7 @@ class Params:
 
 
 _ADAPTER = TypeAdapter(Params)
+TOP_LEVEL_VALUES = ("engine",)  # the one key that is a value, not a section (`-S engine=ray`)
 
 
 _UNKNOWN_KEY = {"extra_forbidden", "unexpected_keyword_argument"}
@@ -284,7 +285,7 @@ def parse_params(raw: Any, origin: str = "params") -> Params:
 def set_key(raw: dict, dotted: str, value: Any, origin: str = "params") -> None:
     """Set `section.key` in a raw params mapping, as `dvc exp run -S` does; only existing sections."""
     *parents, leaf = dotted.split(".")
-    if not parents or not all(dotted.split(".")):
+    if not all(dotted.split(".")) or not (parents or leaf in TOP_LEVEL_VALUES):
         raise PearlError(f"-S {dotted}={value!r}: expected section.key=value, e.g. -S train.lr=3e-5")
     node = raw
     for depth, part in enumerate(parents):
@@ -310,7 +311,7 @@ def load_params(path: str | Path = "params.yaml", overrides: dict[str, Any] | No
         raise PearlError(f"{path}: params file not found (run from the project root or pass --params)")
     raw = read_yaml(path)
     # overrides go into a mapping of sections only, so `-S` on an empty file or through a value fails in one line
-    if not isinstance(raw, dict) or not all(isinstance(section, dict) for section in raw.values()):
+    if not isinstance(raw, dict) or not all(isinstance(v, dict) for k, v in raw.items() if k not in TOP_LEVEL_VALUES):
         parse_params(raw, origin=str(path))
     for dotted, value in (overrides or {}).items():
         set_key(raw, dotted, value, origin=str(path))

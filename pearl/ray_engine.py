@@ -1,4 +1,4 @@
-"""`base.engine: ray`: a stage's per-row model work as a Ray Data pipeline over actors.
+"""`engine: ray`: a stage's per-row model work as a Ray Data pipeline over actors.
 
 Ray is imported only here and only when the engine is chosen, so the default local engine never
 starts it. The stage reads and validates its input Parquet once, as with the local engine, and
@@ -11,11 +11,15 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import socket
+import time
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from pearl.errors import PearlError, first_line
 from pearl.log import get_logger
@@ -29,8 +33,8 @@ def _import_ray():
         import ray
         import ray.data
     except ImportError:
-        raise PearlError("base.engine=ray needs Ray: pip install 'ray[data]' (on every node), "
-                         "or set base.engine=local") from None
+        raise PearlError("engine=ray needs Ray: pip install 'ray[data]' (on every node), "
+                         "or set engine=local") from None
     return ray
 
 
@@ -71,23 +75,73 @@ def _check_reachable(address: str) -> None:
                          "with `ray start --head`, or set ray.address=null for a Ray on this machine") from None
 
 
-def node_id() -> str:
-    """The Ray node this code runs on (inside an actor)."""
-    import ray
-
-    return ray.get_runtime_context().get_node_id()
+class PoisonedRow(PearlError):
+    """A row that makes a stage's actor raise."""
 
 
-def map_with_actors(rows: pa.Table, actor: type, constructor_args: tuple, stage: RayStageParams,
-                    name: str) -> Iterator[pa.Table]:
-    """Yield `actor(*constructor_args)(batch)` over `rows` in batches of `stage.batch_size`, on a
-    pool of `stage.workers` actors. Output batches come in completion order, not input order."""
+class RowActor:
+    """Base of the stages' Ray actors: a subclass builds its model once in __init__ and maps a batch of
+    rows in `process`. Every output row is stamped with the node and the batch's start and end, which
+    map_with_actors takes off again; a batch that raises is retried row by row to name the row."""
+
+    def process(self, batch: pa.Table) -> pa.Table:
+        raise NotImplementedError
+
+    def __call__(self, batch: pa.Table) -> pa.Table:
+        started = time.time()
+        try:
+            out = self.process(batch)
+        except PearlError:
+            raise
+        except Exception as error:
+            raise self._poisoned_row(batch, error) from None
+        import ray
+
+        stamps = {_NODE: ray.get_runtime_context().get_node_id(), _STARTED: started, _ENDED: time.time()}
+        for column, value in stamps.items():
+            out = out.append_column(column, pa.array([value] * out.num_rows))
+        return out
+
+    def _poisoned_row(self, batch: pa.Table, error: Exception) -> PearlError:
+        for i in range(batch.num_rows):
+            row = batch.slice(i, 1)
+            try:
+                self.process(row)
+            except Exception as row_error:
+                values = {k: v for k, v in row.to_pylist()[0].items() if k != _ROW}
+                shown = ", ".join(f"{k}={str(v)[:60]!r}" for k, v in values.items())
+                return PoisonedRow(f"row {row[_ROW][0].as_py()} ({shown}) makes the actor raise "
+                                   f"{type(row_error).__name__}: {first_line(row_error)}")
+        return PearlError(f"a batch raised {type(error).__name__} ({first_line(error)}) that no row alone raises")
+
+
+_ROW, _NODE, _STARTED, _ENDED = "_pearl_row", "_pearl_node", "_pearl_started", "_pearl_ended"
+
+
+@dataclass
+class RayRun:
+    """Where a stage's Ray pipeline ran, and for how long its actors were busy (start-up excluded)."""
+
+    nodes: set[str] = field(default_factory=set)
+    started: float = float("inf")
+    ended: float = 0.0
+
+    def metrics(self) -> dict:
+        return {"ray_nodes": len(self.nodes), "ray_busy_seconds": round(max(self.ended - self.started, 0.0), 2)}
+
+
+def map_with_actors(rows: pa.Table, actor: type[RowActor], constructor_args: tuple, stage: RayStageParams,
+                    name: str, source: str, run: RayRun) -> Iterator[pa.Table]:
+    """Yield `actor(*constructor_args)(batch)` over `rows` (read from `source`) in batches of
+    `stage.batch_size`, on a pool of `stage.workers` actors; record in `run` the nodes and the busy time.
+    Output batches come in completion order, not input order."""
     ray = _import_ray()
     resources = ray.cluster_resources()
     if stage.cpus_per_worker > resources.get("CPU", 0) or stage.gpus_per_worker > resources.get("GPU", 0):
         raise PearlError(f"ray.{name}: an actor asks for {stage.cpus_per_worker:g} CPU and "
                          f"{stage.gpus_per_worker:g} GPU, the cluster has {resources.get('CPU', 0):g} and "
                          f"{resources.get('GPU', 0):g}: lower ray.{name}.cpus_per_worker/gpus_per_worker")
+    rows = rows.append_column(_ROW, pa.array(range(rows.num_rows), pa.int64()))
     blocks = [rows.slice(start, stage.batch_size) for start in range(0, rows.num_rows, stage.batch_size)]
     dataset = ray.data.from_arrow(blocks).map_batches(
         actor, fn_constructor_args=constructor_args, batch_size=None, batch_format="pyarrow",
@@ -95,16 +149,21 @@ def map_with_actors(rows: pa.Table, actor: type, constructor_args: tuple, stage:
         num_cpus=stage.cpus_per_worker, num_gpus=stage.gpus_per_worker,
     )
     try:
-        yield from dataset.iter_batches(batch_size=None, batch_format="pyarrow")
+        for out in dataset.iter_batches(batch_size=None, batch_format="pyarrow"):
+            if out.num_rows:
+                run.nodes.update(out[_NODE].unique().to_pylist())
+                run.started = min(run.started, pc.min(out[_STARTED]).as_py())
+                run.ended = max(run.ended, pc.max(out[_ENDED]).as_py())
+            yield out.drop_columns([_NODE, _STARTED, _ENDED])
     except ray.exceptions.RayError as error:
-        cause = _root_cause(error)
-        if isinstance(cause, PearlError):  # bad params or a missing model, found inside an actor
-            raise PearlError(str(cause)) from None
-        raise PearlError(f"ray.{name}: the Ray pipeline failed ({type(cause).__name__}: {first_line(cause)}); "
+        # Ray Data passes on only the text of an actor's exception: find ours, the last one raised
+        ours = _OUR_ERROR.findall(str(error))
+        if ours and ours[-1][0] == "PoisonedRow":
+            raise PearlError(f"{source}: {ours[-1][1]}: fix or drop that row, then run again") from None
+        if ours:  # bad params or a missing model, found inside an actor
+            raise PearlError(ours[-1][1]) from None
+        raise PearlError(f"ray.{name}: the Ray pipeline failed ({type(error).__name__}: {first_line(error)}); "
                          "see the Ray logs under /tmp/ray/session_latest/logs") from None
 
 
-def _root_cause(error: BaseException) -> BaseException:
-    while getattr(error, "cause", None) is not None or error.__cause__ is not None:
-        error = getattr(error, "cause", None) or error.__cause__
-    return error
+_OUR_ERROR = re.compile(r"^pearl\.[\w.]+\.(\w+): (.+)$", re.MULTILINE)

@@ -1,8 +1,8 @@
 """Multi-node for real, on one machine: a Ray head and a worker node (`ray start`, 1 CPU each, 127.0.0.1).
 
-1. `dvc repro typing` of a scratch clone (corpus slice `corpus.max_docs`) with `base.engine: ray` and
+1. `dvc repro typing` of a scratch clone (corpus slice `corpus.max_docs`) with `engine: ray` and
    `ray.address` pointing at the head: both nodes must have done work (the stages' `ray_nodes`
-   metric), and the rows must be the bytes `base.engine: local` writes.
+   metric), and the rows must be the bytes `engine: local` writes.
 2. The worker node is killed (`kill -9` of its raylet) while `parse` runs on both: the stage either
    finishes through Ray's actor restarts with the same bytes, or fails in one line and leaves its
    previous output in place. The script says which.
@@ -42,8 +42,8 @@ def raylets() -> set[int]:
 def set_params(project: Path, **values) -> None:
     params = yaml.safe_load((project / "params.yaml").read_text())
     for dotted, value in values.items():
-        section, key = dotted.split("__")
-        params[section][key] = value
+        *section, key = dotted.split("__")
+        (params[section[0]] if section else params)[key] = value
     (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
 
 
@@ -58,7 +58,7 @@ def snapshot(project: Path) -> tuple[bytes, ...]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--max-docs", type=int, default=3000, help="corpus.max_docs of the scratch clone")
-    parser.add_argument("--kill-after", type=float, default=5.0,
+    parser.add_argument("--kill-after", type=float, default=8.0,
                         help="seconds after parse's Ray pipeline starts to kill the worker node")
     args = parser.parse_args()
     os.environ.update(RAY_AUTH_MODE="token", RAY_USAGE_STATS_ENABLED="0",
@@ -70,7 +70,7 @@ def main() -> None:
         project = Path(scratch) / "pearl"
         sh("git", "clone", "-q", str(ROOT), str(project))
         sh("dvc", "cache", "dir", "--local", str(ROOT / ".dvc" / "cache"), cwd=project)
-        set_params(project, corpus__max_docs=args.max_docs, base__engine="local")
+        set_params(project, corpus__max_docs=args.max_docs, engine="local")
         repro(project, "typing")
         local = snapshot(project)
 
@@ -81,7 +81,7 @@ def main() -> None:
         sh("ray", "start", f"--address={address}", "--node-ip-address=127.0.0.1", "--num-cpus=1")
         worker = raylets() - before - head
         try:
-            set_params(project, base__engine="ray", ray__address=address)
+            set_params(project, engine="ray", ray__address=address)
             started = time.perf_counter()
             repro(project, "typing")
             nodes = {stage: json.loads((project / f"metrics/{stage}.json").read_text())["ray_nodes"]

@@ -86,12 +86,12 @@ def _commit(repo: Path, files: dict[str, str]) -> str:
 def _experiment_commit(repo: Path, seed_score: float, test_model_hash: str, overrides: dict,
                        before_ray: bool = False) -> str:
     """An experiment's commit: the project's params with `overrides` set, as `dvc exp run -S` leaves them;
-    `before_ray`: made before params.yaml had base.engine and the ray section."""
+    `before_ray`: made before params.yaml had `engine` and the ray section."""
     params = yaml.safe_load((ROOT / "params.yaml").read_text())
     for dotted, value in overrides.items():
         set_key(params, dotted, value)
     if before_ray:
-        del params["ray"], params["base"]["engine"]
+        del params["ray"], params["engine"]
     model = {"path": "models/pearl", "md5": "m1.dir"}
     lock = {"stages": {
         "average": {"outs": [model]},
@@ -130,7 +130,7 @@ def test_results_keep_only_scores_of_the_experiments_own_model_and_average_seeds
     assert first["overrides"] == {"train.type_weight": 0} and first["train"]["steps"] == 270
 
     # a run counts for the row of its recipe, whatever its name (and wherever it ran: `second` predates
-    # base.engine); one of an older recipe (the default has moved on since) for none
+    # `engine`); one of an older recipe (the default has moved on since) for none
     older = {**first, "rev": "old", "seed": 7, "recipe": "older", "created": "2026-01-01T00:00:00+00:00"}
     rows = aggregate([older, first, second, other], table)
     assert first["recipe"] == second["recipe"] == table.recipes["no-type"] != other["recipe"]

@@ -33,6 +33,10 @@ def test_misspelt_key_names_the_typo_not_the_missing_key(tmp_path):
         load_params(tmp_path / "params.yaml")
 
 
+def test_engine_is_the_one_top_level_value(make_params):
+    assert make_params(engine="ray").engine == "ray" and make_params().engine == "local"
+
+
 def test_unknown_section_is_rejected(make_params):
     with pytest.raises(PearlError, match="unknown section 'pars'"):
         make_params(pars__min_freq=3)
@@ -48,6 +52,10 @@ def test_unknown_section_is_rejected(make_params):
         ({"parse__min_words": 9}, "parse.min_words (9) exceeds parse.max_words (8)"),
         ({"corpus__source": "files"}, "corpus.files is empty"),
         ({"train__contrastive_weight": 0, "train__type_weight": 0, "model__teacher": None}, "leave no loss"),
+        ({"engine": "spark"}, "engine='spark'"),
+        ({"engine__workers": 2}, "'engine' is a value ('local'), not a section"),
+        ({"ray__parse__workers": 0}, "ray.parse.workers=0"),
+        ({"seed": 1}, "expected section.key=value"),
     ],
 )
 def test_wrong_values_fail_in_one_line(make_params, override, message):

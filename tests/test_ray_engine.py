@@ -1,4 +1,4 @@
-"""`base.engine: ray` gives the rows the local engine gives, and fails in one line when it cannot start."""
+"""`engine: ray` gives the rows the local engine gives, and fails in one line when it cannot start."""
 
 import polars as pl
 import pytest
@@ -17,7 +17,7 @@ def test_parse_and_typing_on_ray_write_the_local_engines_bytes(make_params, tmp_
                  ).write_parquet(corpus)
     written = {}
     for engine in ("local", "ray"):
-        params = make_params(base__engine=engine, parse__n_process=1, ray__num_cpus=2, ray__parse__batch_size=4,
+        params = make_params(engine=engine, parse__n_process=1, ray__num_cpus=2, ray__parse__batch_size=4,
                              ray__typing__batch_size=3)
         phrases, typed = tmp_path / f"phrases_{engine}.parquet", tmp_path / f"typed_{engine}.parquet"
         parse_stage.run(params, source=corpus, output=phrases, metrics=tmp_path / f"parse_{engine}.json")
@@ -31,7 +31,7 @@ def test_an_address_where_no_ray_head_listens_fails_in_one_line(make_params, tmp
     corpus = tmp_path / "sentences.parquet"
     pl.DataFrame({"doc_id": ["d"], "sent_id": [0], "text": SENTENCES[:1]}).write_parquet(corpus)
     with pytest.raises(PearlError) as error:
-        parse_stage.run(make_params(base__engine="ray", ray__address="127.0.0.1:1"), source=corpus,
+        parse_stage.run(make_params(engine="ray", ray__address="127.0.0.1:1"), source=corpus,
                         output=tmp_path / "p.parquet", metrics=tmp_path / "m.json")
     assert "ray.address='127.0.0.1:1'" in str(error.value) and "\n" not in str(error.value)
     assert not (tmp_path / "p.parquet").exists()
@@ -41,5 +41,19 @@ def test_an_actor_larger_than_the_cluster_fails_in_one_line(make_params, tmp_pat
     corpus = tmp_path / "sentences.parquet"
     pl.DataFrame({"doc_id": ["d"], "sent_id": [0], "text": SENTENCES[:1]}).write_parquet(corpus)
     with pytest.raises(PearlError, match=r"ray\.parse\.cpus_per_worker"):
-        parse_stage.run(make_params(base__engine="ray", ray__num_cpus=1, ray__parse__cpus_per_worker=2),
+        parse_stage.run(make_params(engine="ray", ray__num_cpus=1, ray__parse__cpus_per_worker=2),
                         source=corpus, output=tmp_path / "p.parquet", metrics=tmp_path / "m.json")
+
+
+@pytest.mark.slow
+def test_a_row_that_makes_an_actor_raise_is_named_and_nothing_is_written(make_params, tmp_path):
+    corpus = tmp_path / "sentences.parquet"
+    sentences = [*SENTENCES[:3], "a " * 600_000, *SENTENCES[3:]]  # row 3 is beyond spaCy's nlp.max_length
+    pl.DataFrame({"doc_id": ["d"] * len(sentences), "sent_id": range(len(sentences)), "text": sentences}
+                 ).write_parquet(corpus)
+    with pytest.raises(PearlError) as error:
+        parse_stage.run(make_params(engine="ray", ray__num_cpus=1, ray__parse__workers=1, ray__parse__batch_size=4),
+                        source=corpus, output=tmp_path / "p.parquet", metrics=tmp_path / "m.json")
+    message = str(error.value)
+    assert message.startswith(f"{corpus}: row 3 (text='a a a") and "ValueError" in message and "\n" not in message
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sentences.parquet"]

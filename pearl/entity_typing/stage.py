@@ -14,7 +14,7 @@ from pearl.errors import PearlError
 from pearl.labels import ENTITY_TYPES, LABELS, LEX_TYPES, shares
 from pearl.log import Stopwatch, get_logger
 from pearl.params import Params
-from pearl.ray_engine import map_with_actors, node_id, ray_session
+from pearl.ray_engine import RayRun, RowActor, map_with_actors, ray_session
 
 INPUT = Path("data/phrases/phrases.parquet")
 OUTPUT = Path("data/typed/phrases.parquet")
@@ -35,45 +35,44 @@ def entity_types(ner: SpacyNER | TransformersNER, texts: list[str]) -> list[str]
     return [phrase_entity_type(text, found) for text, found in zip(texts, ner.entities(texts))]
 
 
-class PhraseTyper:
-    """A Ray actor (`base.engine: ray`): loads the NER model once; phrases in, their entity types out,
-    with the model's description and the node that ran it."""
+class PhraseTyper(RowActor):
+    """A Ray actor (`engine: ray`): loads the NER model once; phrases in, their entity types out,
+    with the model's description."""
 
     def __init__(self, params: Params):
         self.ner = build_ner(params)
-        self.node = node_id()
 
-    def __call__(self, batch: pa.Table) -> pa.Table:
+    def process(self, batch: pa.Table) -> pa.Table:
         texts = batch.column("phrase").to_pylist()
         return pa.table({"phrase": texts, "ent_type": entity_types(self.ner, texts),
-                         "ner": [self.ner.description] * len(texts), "node": [self.node] * len(texts)})
+                         "ner": [self.ner.description] * len(texts)})
 
 
-def entity_types_on_ray(params: Params, texts: list[str]) -> tuple[list[str], str, int]:
-    """What entity_types gives, from a pool of Ray actors; the NER's description and the nodes used."""
+def entity_types_on_ray(params: Params, texts: list[str], source: Path) -> tuple[list[str], str, RayRun]:
+    """What entity_types gives, from a pool of Ray actors; the NER's description, where and how long
+    the actors worked."""
     found: dict[str, str] = {}
     descriptions: set[str] = set()
-    nodes: set[str] = set()
+    run = RayRun()
     with ray_session(params.ray):
         rows = pa.table({"phrase": pa.array(texts, pa.string())})
-        for typed in map_with_actors(rows, PhraseTyper, (params,), params.ray.typing, "typing"):
+        for typed in map_with_actors(rows, PhraseTyper, (params,), params.ray.typing, "typing", str(source), run):
             found.update(zip(typed["phrase"].to_pylist(), typed["ent_type"].to_pylist()))
             descriptions.update(typed["ner"].to_pylist())
-            nodes.update(typed["node"].to_pylist())
     if len(descriptions) != 1:  # nodes with different model or package versions would type differently
         raise PearlError(f"typing on Ray: the actors ran different NER models ({sorted(descriptions)}): "
                          "install the same packages on every node")
-    return [found[text] for text in texts], descriptions.pop(), len(nodes)
+    return [found[text] for text in texts], descriptions.pop(), run
 
 
 def run(params: Params, source: Path = INPUT, output: Path = OUTPUT, metrics: Path = METRICS) -> dict:
     phrases = read_artifact(source, PHRASES_SCHEMA)
     texts = phrases["phrase"].to_list()
     clock = Stopwatch()
-    if params.base.engine == "ray":
+    if params.engine == "ray":
         log.info("typing %d phrases on Ray, %d actor(s)", phrases.height, params.ray.typing.workers)
-        ent_types, description, nodes = entity_types_on_ray(params, texts)
-        timing = {**clock.report(log, len(texts), "phrases"), "ray_nodes": nodes}
+        ent_types, description, ray_run = entity_types_on_ray(params, texts, source)
+        timing = {**clock.report(log, len(texts), "phrases"), **ray_run.metrics()}
     else:
         ner = build_ner(params)
         description = ner.description
@@ -90,7 +89,7 @@ def run(params: Params, source: Path = INPUT, output: Path = OUTPUT, metrics: Pa
         "stage": "typing",
         "backend": params.typing.backend,
         "ner": description,
-        "engine": params.base.engine,
+        "engine": params.engine,
         "label_set": f"{len(LEX_TYPES)} lexical x {len(ENTITY_TYPES)} entity types = {len(LABELS)} labels (pearl.labels)",
         **numbers,
     })

@@ -70,12 +70,11 @@ class Table:
 
 def recipe_of(params: Params) -> str:
     """What a run trains and measures with, the seed aside: its typed params but train.seed, the
-    benchmark's and Figure 4's sections, and where the work ran (base.engine, ray: the same rows).
-    A run counts for every row of this recipe, whichever table ran it, and for none once the default
-    has moved on."""
-    recipe = {k: v for k, v in asdict(params).items() if k not in ("bench", "figure4", "ray")}
+    benchmark's and Figure 4's sections, and where the work ran (engine, ray: the same rows). A run
+    counts for every row of this recipe, whichever table ran it, and for none once the default has
+    moved on."""
+    recipe = {k: v for k, v in asdict(params).items() if k not in ("bench", "figure4", "engine", "ray")}
     recipe["train"] = {k: v for k, v in recipe["train"].items() if k != "seed"}
-    recipe["base"] = {k: v for k, v in recipe["base"].items() if k != "engine"}
     return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:12]
 
 

@@ -81,10 +81,8 @@ def _column(rev: str, lock: dict, params: dict, column: str) -> dict[str, float]
 
 
 def _with_engine(params: dict, default: Params) -> dict:
-    """Runs made before base.engine and the ray section existed ran locally; neither enters a recipe."""
-    if not isinstance(params, dict) or not isinstance(params.get("base"), dict):
-        return params
-    return {"ray": asdict(default.ray), **params, "base": {"engine": "local", **params["base"]}}
+    """Runs made before `engine` and the ray section existed ran locally; neither enters a recipe."""
+    return {"engine": "local", "ray": asdict(default.ray), **params} if isinstance(params, dict) else params
 
 
 def read_run(found: Finished, tables: dict[str, Table], default: Params) -> dict | None:

@@ -15,7 +15,7 @@ from spacy.language import Language
 
 from pearl.errors import PearlError
 from pearl.params import ParseParams
-from pearl.ray_engine import node_id
+from pearl.ray_engine import RowActor
 from pearl.parse.dependency_constituents import sentence_constituents
 from pearl.parse.phrases import PhraseRules, sentence_phrases
 from pearl.parse.tree_constituents import tree_spans
@@ -80,20 +80,18 @@ def extract_in_worker(sentences: list[str]) -> tuple[int, Counter]:
     return len(sentences), extract(_worker_parser, sentences)
 
 
-class PhraseCounter:
-    """A Ray actor (`base.engine: ray`): builds its parser once; a batch of sentences in, its
-    (phrase, lex_type) counts out as rows, with the node that counted them."""
+class PhraseCounter(RowActor):
+    """A Ray actor (`engine: ray`): builds its parser once; a batch of sentences in, its
+    (phrase, lex_type) counts out as rows."""
 
     def __init__(self, p: ParseParams):
         os.environ.setdefault("OMP_NUM_THREADS", "1")
         self.parser = build_parser(p)
-        self.node = node_id()
 
-    def __call__(self, batch: pa.Table) -> pa.Table:
+    def process(self, batch: pa.Table) -> pa.Table:
         counts = extract(self.parser, batch.column("text").to_pylist())
         return pa.table({
             "phrase": pa.array([phrase for phrase, _ in counts], pa.string()),
             "lex_type": pa.array([lex for _, lex in counts], pa.string()),
             "count": pa.array(list(counts.values()), pa.int64()),
-            "node": pa.array([self.node] * len(counts), pa.string()),
         })

@@ -18,7 +18,7 @@ from pearl.labels import LEX_TYPES, shares
 from pearl.log import Stopwatch, get_logger
 from pearl.params import ParseParams, Params
 from pearl.parse.extract import PhraseCounter, build_parser, extract, extract_in_worker, init_worker
-from pearl.ray_engine import map_with_actors, ray_session
+from pearl.ray_engine import RayRun, map_with_actors, ray_session
 from pearl.spacy_models import package_version
 
 INPUT = Path("data/corpus/sentences.parquet")
@@ -54,19 +54,18 @@ def count_phrases(p: ParseParams, texts: list[str]) -> Counter:
     return total
 
 
-def count_phrases_on_ray(params: Params, texts: list[str]) -> tuple[Counter, int]:
-    """What count_phrases gives, from a pool of Ray actors; and how many nodes did the work."""
+def count_phrases_on_ray(params: Params, texts: list[str], source: Path) -> tuple[Counter, RayRun]:
+    """What count_phrases gives, from a pool of Ray actors; and where and how long they worked."""
     total: Counter = Counter()
-    nodes: set[str] = set()
+    run = RayRun()
     with ray_session(params.ray):
         rows = pa.table({"text": pa.array(texts, pa.string())})
-        for counts in map_with_actors(rows, PhraseCounter, (params.parse,), params.ray.parse, "parse"):
+        for counts in map_with_actors(rows, PhraseCounter, (params.parse,), params.ray.parse, "parse", str(source), run):
             # one output batch may join several actors' outputs, so a key can repeat within it
             for key, n in zip(zip(counts["phrase"].to_pylist(), counts["lex_type"].to_pylist()),
                               counts["count"].to_pylist()):
                 total[key] += n
-            nodes.update(counts["node"].to_pylist())
-    return total, len(nodes)
+    return total, run
 
 
 def aggregate(counts: Counter, min_freq: int) -> pl.DataFrame:
@@ -102,11 +101,11 @@ def run(params: Params, source: Path = INPUT, output: Path = OUTPUT, metrics: Pa
     if not texts:
         raise PearlError(f"{source} holds no sentences: check the corpus stage's params")
     clock = Stopwatch()
-    if params.base.engine == "ray":
+    if params.engine == "ray":
         log.info("parsing %d sentences with backend=%s on Ray, %d actor(s)", len(texts), p.backend,
                  params.ray.parse.workers)
-        counts, nodes = count_phrases_on_ray(params, texts)
-        timing = {**clock.report(log, len(texts), "sentences"), "ray_nodes": nodes}
+        counts, ray_run = count_phrases_on_ray(params, texts, source)
+        timing = {**clock.report(log, len(texts), "sentences"), **ray_run.metrics()}
     else:
         log.info("parsing %d sentences with backend=%s, n_process=%d", len(texts), p.backend, p.n_process)
         counts = count_phrases(p, texts)
@@ -127,7 +126,7 @@ def run(params: Params, source: Path = INPUT, output: Path = OUTPUT, metrics: Pa
         "stage": "parse",
         "backend": p.backend,
         "parser": describe_parser(p),
-        "engine": params.base.engine,
+        "engine": params.engine,
         "min_freq": p.min_freq,
         "words": [p.min_words, p.max_words],
         "max_chars": p.max_chars,

@@ -16,7 +16,6 @@ import socket
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -39,7 +38,7 @@ def _import_ray():
 
 
 @contextlib.contextmanager
-def ray_session(p: RayParams) -> Iterator[Any]:
+def ray_session(p: RayParams) -> Iterator[None]:
     """Start a Ray on this machine (`ray.address` null) or join a running cluster, for one stage."""
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # Ray otherwise reports usage over the network
     ray = _import_ray()
@@ -58,7 +57,7 @@ def ray_session(p: RayParams) -> Iterator[Any]:
     log.info("Ray %s: %d node(s), %g CPU, %g GPU", "started here" if p.address is None else f"at {p.address}",
              len([n for n in ray.nodes() if n["Alive"]]), resources.get("CPU", 0), resources.get("GPU", 0))
     try:
-        yield ray
+        yield
     finally:
         ray.shutdown()
 

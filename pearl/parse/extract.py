@@ -15,10 +15,10 @@ from spacy.language import Language
 
 from pearl.errors import PearlError
 from pearl.params import ParseParams
-from pearl.ray_engine import RowActor
 from pearl.parse.dependency_constituents import sentence_constituents
 from pearl.parse.phrases import PhraseRules, sentence_phrases
 from pearl.parse.tree_constituents import tree_spans
+from pearl.ray_engine import RowActor
 from pearl.spacy_models import load_spacy
 
 

@@ -14,7 +14,7 @@ import os
 import re
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -109,8 +109,9 @@ class RowActor:
             except Exception as row_error:
                 values = {k: v for k, v in row.to_pylist()[0].items() if k != _ROW}
                 shown = ", ".join(f"{k}={str(v)[:60]!r}" for k, v in values.items())
-                return PoisonedRow(f"row {row[_ROW][0].as_py()} ({shown}) makes the actor raise "
-                                   f"{type(row_error).__name__}: {first_line(row_error)}")
+                first, last = batch[_ROW][0].as_py(), batch[_ROW][-1].as_py()
+                return PoisonedRow(f"row {row[_ROW][0].as_py()} ({shown}), in the batch of rows {first}–{last}, "
+                                   f"makes the actor raise {type(row_error).__name__}: {first_line(row_error)}")
         return PearlError(f"a batch raised {type(error).__name__} ({first_line(error)}) that no row alone raises")
 
 
@@ -129,17 +130,41 @@ class RayRun:
         return {"ray_nodes": len(self.nodes), "ray_busy_seconds": round(max(self.ended - self.started, 0.0), 2)}
 
 
-def map_with_actors(rows: pa.Table, actor: type[RowActor], constructor_args: tuple, stage: RayStageParams,
-                    name: str, source: str, run: RayRun) -> Iterator[pa.Table]:
-    """Yield `actor(*constructor_args)(batch)` over `rows` (read from `source`) in batches of
-    `stage.batch_size`, on a pool of `stage.workers` actors; record in `run` the nodes and the busy time.
-    Output batches come in completion order, not input order."""
+def _check_fits(stage: RayStageParams, name: str) -> None:
     ray = _import_ray()
     resources = ray.cluster_resources()
     if stage.cpus_per_worker > resources.get("CPU", 0) or stage.gpus_per_worker > resources.get("GPU", 0):
         raise PearlError(f"ray.{name}: an actor asks for {stage.cpus_per_worker:g} CPU and "
                          f"{stage.gpus_per_worker:g} GPU, the cluster has {resources.get('CPU', 0):g} and "
                          f"{resources.get('GPU', 0):g}: lower ray.{name}.cpus_per_worker/gpus_per_worker")
+
+
+def _unstamped(out: pa.Table, run: RayRun) -> pa.Table:
+    if out.num_rows:
+        run.nodes.update(out[_NODE].unique().to_pylist())
+        run.started = min(run.started, pc.min(out[_STARTED]).as_py())
+        run.ended = max(run.ended, pc.max(out[_ENDED]).as_py())
+    return out.drop_columns([_NODE, _STARTED, _ENDED])
+
+
+def _one_line(error: Exception, name: str, source: str) -> PearlError:
+    # Ray passes on only the text of an actor's exception: find ours, the last one raised
+    ours = _OUR_ERROR.findall(str(error))
+    if ours and ours[-1][0] == "PoisonedRow":
+        return PearlError(f"{source}: {ours[-1][1]}: fix or drop that row, then run again")
+    if ours:  # bad params or a missing model, found inside an actor
+        return PearlError(ours[-1][1])
+    return PearlError(f"ray.{name}: the Ray pipeline failed ({type(error).__name__}: {first_line(error)}); "
+                      "see the Ray logs under /tmp/ray/session_latest/logs")
+
+
+def map_with_actors(rows: pa.Table, actor: type[RowActor], constructor_args: tuple, stage: RayStageParams,
+                    name: str, source: str, run: RayRun) -> Iterator[pa.Table]:
+    """Yield `actor(*constructor_args)(batch)` over `rows` (read from `source`) in batches of
+    `stage.batch_size`, on a pool of `stage.workers` actors; record in `run` the nodes and the busy time.
+    Output batches come in completion order, not input order."""
+    ray = _import_ray()
+    _check_fits(stage, name)
     rows = rows.append_column(_ROW, pa.array(range(rows.num_rows), pa.int64()))
     blocks = [rows.slice(start, stage.batch_size) for start in range(0, rows.num_rows, stage.batch_size)]
     dataset = ray.data.from_arrow(blocks).map_batches(
@@ -149,20 +174,43 @@ def map_with_actors(rows: pa.Table, actor: type[RowActor], constructor_args: tup
     )
     try:
         for out in dataset.iter_batches(batch_size=None, batch_format="pyarrow"):
-            if out.num_rows:
-                run.nodes.update(out[_NODE].unique().to_pylist())
-                run.started = min(run.started, pc.min(out[_STARTED]).as_py())
-                run.ended = max(run.ended, pc.max(out[_ENDED]).as_py())
-            yield out.drop_columns([_NODE, _STARTED, _ENDED])
+            yield _unstamped(out, run)
     except ray.exceptions.RayError as error:
-        # Ray Data passes on only the text of an actor's exception: find ours, the last one raised
-        ours = _OUR_ERROR.findall(str(error))
-        if ours and ours[-1][0] == "PoisonedRow":
-            raise PearlError(f"{source}: {ours[-1][1]}: fix or drop that row, then run again") from None
-        if ours:  # bad params or a missing model, found inside an actor
-            raise PearlError(ours[-1][1]) from None
-        raise PearlError(f"ray.{name}: the Ray pipeline failed ({type(error).__name__}: {first_line(error)}); "
-                         "see the Ray logs under /tmp/ray/session_latest/logs") from None
+        raise _one_line(error, name, source) from None
+
+
+def stream_through_actors(rows: Iterable[dict], actor: type[RowActor], constructor_args: tuple,
+                          stage: RayStageParams, name: str, source: str, run: RayRun) -> Iterator[pa.Table]:
+    """Yield `actor(*constructor_args)(batch)` over a stream of rows too large to hold, in batches of
+    `stage.batch_size` and in input order. At most one batch per actor is in flight, so memory stays
+    flat however long the stream. An actor lost with its node is restarted and its batch retried."""
+    ray = _import_ray()
+    from ray.util import ActorPool
+
+    _check_fits(stage, name)
+    remote = ray.remote(actor).options(num_cpus=stage.cpus_per_worker, num_gpus=stage.gpus_per_worker,
+                                       max_restarts=3, max_task_retries=3)
+    pool = ActorPool([remote.remote(*constructor_args) for _ in range(stage.workers)])
+    try:
+        for batch in _batches(rows, stage.batch_size):
+            if not pool.has_free():
+                yield _unstamped(pool.get_next(), run)
+            pool.submit(lambda worker, block: worker.__call__.remote(block), batch)
+        while pool.has_next():
+            yield _unstamped(pool.get_next(), run)
+    except ray.exceptions.RayError as error:
+        raise _one_line(error, name, source) from None
+
+
+def _batches(rows: Iterable[dict], size: int) -> Iterator[pa.Table]:
+    batch: list[dict] = []
+    for number, row in enumerate(rows):
+        batch.append({**row, _ROW: number})
+        if len(batch) == size:
+            yield pa.Table.from_pylist(batch)
+            batch = []
+    if batch:
+        yield pa.Table.from_pylist(batch)
 
 
 _OUR_ERROR = re.compile(r"^pearl\.[\w.]+\.(\w+): (.+)$", re.MULTILINE)

@@ -1,8 +1,11 @@
 """`engine: ray` gives the rows the local engine gives, and fails in one line when it cannot start."""
 
+import json
+
 import polars as pl
 import pytest
 
+from pearl.corpus import stage as corpus_stage
 from pearl.entity_typing import stage as typing_stage
 from pearl.errors import PearlError
 from pearl.parse import stage as parse_stage
@@ -25,6 +28,34 @@ def test_parse_and_typing_on_ray_write_the_local_engines_bytes(make_params, tmp_
         written[engine] = phrases.read_bytes(), typed.read_bytes()
     assert written["ray"] == written["local"]
     assert pl.read_parquet(tmp_path / "typed_ray.parquet").filter(pl.col("phrase") == "Paris")["ent_type"].to_list() == ["GPE"]
+
+
+@pytest.mark.slow
+def test_the_corpus_streamed_through_ray_actors_gives_the_local_engines_bytes_and_counts(make_params, tmp_path):
+    documents = [  # a doc_id that comes back, an empty document, a sentence too short and one too long
+        {"id": "a", "text": "Paris is the capital of France. It is large.\n\nBerlin is in Germany."},
+        {"id": "a", "text": "Rome is old. Ok."}, {"id": "e", "text": " "}, {"id": "a", "text": "Oslo is cold."},
+        *({"id": f"d{i}", "text": f"Document {i} is here. " + "Long " * (i % 3) * 500} for i in range(12)),
+    ]
+    (tmp_path / "docs.jsonl").write_text("".join(json.dumps(d) + "\n" for d in documents))
+    written = {}
+    for engine in ("local", "ray"):  # 16 documents in batches of 3 over 2 actors
+        params = make_params(engine=engine, corpus__source="files", corpus__files=[str(tmp_path / "docs.jsonl")],
+                             ray__num_cpus=2, ray__corpus__batch_size=3)
+        out = tmp_path / engine / "sentences.parquet"
+        numbers = corpus_stage.run(params, output=out, metrics=tmp_path / f"{engine}.json")
+        written[engine] = out.read_bytes(), numbers
+    assert written["ray"] == written["local"]
+    assert written["ray"][1]["sentences_dropped_long"] == 8 and written["ray"][1]["sentences_dropped_short"] == 1
+    metrics = json.loads((tmp_path / "ray.json").read_text())
+    assert metrics["ray_nodes"] == 1 and metrics["ray_busy_seconds"] > 0
+    strict = tmp_path / "strict" / "sentences.parquet"
+    with pytest.raises(PearlError) as error:  # raised inside an actor, reported as the local engine does
+        corpus_stage.run(make_params(engine="ray", corpus__source="files", corpus__files=[str(tmp_path / "docs.jsonl")],
+                                     corpus__long_sentences="error", ray__num_cpus=2, ray__corpus__batch_size=3),
+                         output=strict, metrics=tmp_path / "strict.json")
+    assert str(error.value).startswith("corpus: document 'd1' has a sentence of 2") and "\n" not in str(error.value)
+    assert list(strict.parent.iterdir()) == []
 
 
 def test_an_address_where_no_ray_head_listens_fails_in_one_line(make_params, tmp_path):
@@ -56,4 +87,5 @@ def test_a_row_that_makes_an_actor_raise_is_named_and_nothing_is_written(make_pa
                         source=corpus, output=tmp_path / "p.parquet", metrics=tmp_path / "m.json")
     message = str(error.value)
     assert message.startswith(f"{corpus}: row 3 (text='a a a") and "ValueError" in message and "\n" not in message
+    assert "in the batch of rows 0–3" in message
     assert sorted(p.name for p in tmp_path.iterdir()) == ["sentences.parquet"]

@@ -5,11 +5,15 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+import pyarrow as pa
 from spacy.language import Language
 
 from pearl.errors import PearlError
+from pearl.params import CorpusParams
+from pearl.ray_engine import RowActor
+from pearl.spacy_models import load_spacy
 
 # spaCy's working memory grows with document length; pathological paragraphs are cut into
 # windows of this size at a space, which only matters for text without sentence punctuation.
@@ -59,6 +63,25 @@ class SentenceFilter:
     long_sentences: str  # "skip" | "error"
 
 
+def _judge(text: str, rules: SentenceFilter, doc_id: str) -> str:
+    """'short', 'long' or 'kept'; a long sentence under long_sentences=error stops the stage."""
+    if len(text) < rules.min_chars:
+        return "short"
+    if len(text) > rules.max_chars:
+        if rules.long_sentences == "error":
+            raise PearlError(
+                f"corpus: document {doc_id!r} has a sentence of {len(text)} characters "
+                f"(> corpus.max_sentence_chars={rules.max_chars}); raise the limit or set "
+                "corpus.long_sentences=skip"
+            )
+        return "long"
+    return "kept"
+
+
+def _words(sent) -> int:
+    return sum(1 for token in sent if not (token.is_punct or token.is_space))
+
+
 def split_sentences(
     nlp: Language,
     documents: Iterable[tuple[str, str]],
@@ -80,19 +103,63 @@ def split_sentences(
             current, sent_id = doc_id, 0
         for sent in doc.sents:
             text = sent.text.strip()
-            if len(text) < rules.min_chars:
+            verdict = _judge(text, rules, doc_id)
+            if verdict == "short":
                 counts.dropped_short += 1
-                continue
-            if len(text) > rules.max_chars:
-                if rules.long_sentences == "error":
-                    raise PearlError(
-                        f"corpus: document {doc_id!r} has a sentence of {len(text)} characters "
-                        f"(> corpus.max_sentence_chars={rules.max_chars}); raise the limit or set "
-                        "corpus.long_sentences=skip"
-                    )
+            elif verdict == "long":
                 counts.dropped_long += 1
-                continue
-            counts.sentences += 1
-            counts.words += sum(1 for token in sent if not (token.is_punct or token.is_space))
-            yield doc_id, sent_id, text
-            sent_id += 1
+            else:
+                counts.sentences += 1
+                counts.words += _words(sent)
+                yield doc_id, sent_id, text
+                sent_id += 1
+
+
+@dataclass
+class DocumentSentences:
+    """One document's kept sentences and what was dropped from it, for a shard split apart from the others."""
+
+    sentences: list[str] = field(default_factory=list)
+    words: int = 0
+    dropped_short: int = 0
+    dropped_long: int = 0
+
+
+def split_documents(nlp: Language, documents: list[tuple[str, str]], rules: SentenceFilter,
+                    batch_size: int) -> list[DocumentSentences]:
+    """Each document's share of what split_sentences yields over the same documents."""
+    split = [DocumentSentences() for _ in documents]
+    stream = ((paragraph, i) for i, (_, text) in enumerate(documents) for paragraph in paragraphs(text))
+    for doc, i in nlp.pipe(stream, as_tuples=True, batch_size=batch_size):
+        for sent in doc.sents:
+            text = sent.text.strip()
+            verdict = _judge(text, rules, documents[i][0])
+            if verdict == "short":
+                split[i].dropped_short += 1
+            elif verdict == "long":
+                split[i].dropped_long += 1
+            else:
+                split[i].sentences.append(text)
+                split[i].words += _words(sent)
+    return split
+
+
+class SentenceSplitter(RowActor):
+    """A Ray actor (`engine: ray`): loads the sentence splitter once; a batch of documents in, one row
+    per document out with its kept sentences and counts."""
+
+    def __init__(self, p: CorpusParams):
+        self.nlp = load_spacy(p.spacy_model, keep=("senter",))
+        self.rules = SentenceFilter(p.min_sentence_chars, p.max_sentence_chars, p.long_sentences)
+        self.batch_size = p.batch_size
+
+    def process(self, batch: pa.Table) -> pa.Table:
+        documents = list(zip(batch.column("doc_id").to_pylist(), batch.column("text").to_pylist()))
+        split = split_documents(self.nlp, documents, self.rules, self.batch_size)
+        return pa.table({
+            "doc_id": batch.column("doc_id"),
+            "sentences": pa.array([d.sentences for d in split], pa.list_(pa.string())),
+            "words": pa.array([d.words for d in split], pa.int64()),
+            "dropped_short": pa.array([d.dropped_short for d in split], pa.int64()),
+            "dropped_long": pa.array([d.dropped_long for d in split], pa.int64()),
+        })

@@ -22,8 +22,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-import polars as pl
-
+from pearl.artifacts import SENTENCES_SCHEMA, read_artifact
 from pearl.entity_typing import stage as typing_stage
 from pearl.params import load_params
 from pearl.parse import stage as parse_stage
@@ -62,7 +61,7 @@ def main() -> None:
     os.environ.update(RAY_AUTH_MODE="token", RAY_USAGE_STATS_ENABLED="0")
     ray_cli("get-auth-token", "--generate")
 
-    corpus = pl.read_parquet(CORPUS)
+    corpus = read_artifact(CORPUS, SENTENCES_SCHEMA)
     corpus = corpus.head(args.sentences) if args.sentences else corpus
     runs = {
         "local, 1 process": {"engine": "local", "parse.n_process": 1},

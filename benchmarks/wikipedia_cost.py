@@ -38,6 +38,8 @@ from pathlib import Path
 
 import polars as pl
 
+from pearl.artifacts import SENTENCES_SCHEMA, read_artifact
+
 WIKIPEDIA = {"sentences": 150e6, "phrases": 3.8e6}
 CORES = (8, 32, 128)
 
@@ -101,7 +103,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as scratch:
         scratch = Path(scratch)
-        sentences = pl.read_parquet("data/corpus/sentences.parquet").head(args.sentences)
+        sentences = read_artifact("data/corpus/sentences.parquet", SENTENCES_SCHEMA).head(args.sentences)
         typed = pl.read_parquet("data/typed/phrases.parquet").sample(args.phrases, seed=0).sort("phrase")
         slices = {}  # (items, count) → file: a slice and its first half
         for unit, table, count in (("sentences", sentences, args.sentences), ("phrases", typed, args.phrases),

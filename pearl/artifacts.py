@@ -3,11 +3,16 @@ every Parquet artifact checked against its schema when a stage reads it.
 
 A write goes to a hidden temp file in the destination folder and is renamed over the final
 name only once complete, so a crash never leaves a half-written artifact under its real name.
+
+A Parquet artifact is one file, or (what `engine: ray` writes for large outputs) a folder of the
+same name holding Parquet shards and a manifest of their names, row counts and hashes. Readers
+take either.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import shutil
@@ -38,6 +43,8 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         os.close(fd)
         tmp_path = Path(tmp)
         yield tmp_path
+        if path.is_dir() and (path / SHARD_MANIFEST).is_file():  # the sharded form of the same artifact
+            shutil.rmtree(path)
         os.replace(tmp_path, path)
     except OSError as error:  # disk full, file-size limit, read-only folder
         raise _unwritable(path, error) from None
@@ -111,6 +118,92 @@ class ParquetStreamWriter:
         return bool(self._context.__exit__(exc_type, exc, tb))
 
 
+SHARD_MANIFEST = "manifest.json"
+SHARD_FORMAT = "pearl.parquet-shards/1"
+
+
+class ShardedParquetWriter:
+    """ParquetStreamWriter's interface, writing a folder of shards of `shard_rows` rows and a manifest;
+    atomic as a whole. Rows keep their order across shards."""
+
+    def __init__(self, path: str | Path, schema: pa.Schema, shard_rows: int):
+        self._path = Path(path)
+        self._schema = schema
+        self._shard_rows = shard_rows
+        self._context: contextlib.AbstractContextManager[Path] | None = None
+        self._folder: Path | None = None
+        self._writer: pq.ParquetWriter | None = None
+        self._shards: list[dict] = []
+        self.rows = 0
+
+    def __enter__(self) -> "ShardedParquetWriter":
+        self._context = atomic_dir(self._path, replaces=lambda old: old.is_file() or (old / SHARD_MANIFEST).is_file())
+        self._folder = self._context.__enter__()
+        return self
+
+    def write(self, columns: dict[str, list]) -> None:
+        table = pa.table(columns, schema=self._schema)
+        while table.num_rows:
+            if self._writer is None:
+                name = f"part-{len(self._shards):05d}.parquet"
+                self._writer = pq.ParquetWriter(self._folder / name, self._schema, compression="zstd")
+                self._shards.append({"file": name, "rows": 0})
+            room = self._shard_rows - self._shards[-1]["rows"]
+            self._writer.write_table(table.slice(0, room))
+            written = min(room, table.num_rows)
+            self._shards[-1]["rows"] += written
+            self.rows += written
+            table = table.slice(written)
+            if self._shards[-1]["rows"] == self._shard_rows:
+                self._close_shard()
+
+    def _close_shard(self) -> None:
+        self._writer.close()
+        self._writer = None
+        self._shards[-1]["sha256"] = _sha256(self._folder / self._shards[-1]["file"])
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        if self._writer is not None:
+            self._close_shard()
+        if exc_type is None:
+            manifest = {"format": SHARD_FORMAT, "rows": self.rows, "schema": self._schema.to_string(), "shards": self._shards}
+            (self._folder / SHARD_MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+        return bool(self._context.__exit__(exc_type, exc, tb))
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def shard_files(path: Path, redo: str) -> list[Path]:
+    """The shards of a sharded artifact in order, checked against its manifest, or a one-line error."""
+    try:
+        manifest = json.loads((path / SHARD_MANIFEST).read_text())
+        listed = [(shard["file"], shard["rows"], shard["sha256"]) for shard in manifest["shards"]]
+        assert manifest["format"] == SHARD_FORMAT
+    except FileNotFoundError:
+        raise PearlError(f"{path} is a folder without {SHARD_MANIFEST}: neither a Parquet file nor pearl's sharded "
+                         f"layout (a run stopped while moving it, or files copied in by hand); delete it and {redo}") from None
+    except (ValueError, KeyError, TypeError, AssertionError):
+        raise PearlError(f"{path / SHARD_MANIFEST} is not a manifest of {SHARD_FORMAT}: delete {path} and {redo}") from None
+    present = {p.name for p in path.iterdir() if not p.name.startswith(".")} - {SHARD_MANIFEST}
+    named = {name for name, _, _ in listed}
+    if present != named:
+        extra, missing = sorted(present - named), sorted(named - present)
+        raise PearlError(f"{path} mixes layouts: " + "; ".join(
+            ([f"{', '.join(extra[:3])} not in its manifest"] if extra else [])
+            + ([f"{', '.join(missing[:3])} listed but missing"] if missing else [])) + f": delete {path} and {redo}")
+    for name, _, sha256 in listed:
+        if _sha256(path / name) != sha256:
+            raise PearlError(f"{path / name} does not match the hash in {SHARD_MANIFEST} (changed after it was "
+                             f"written): delete {path} and {redo}")
+    return [path / name for name, _, _ in listed]
+
+
 @dataclass(frozen=True)
 class Column:
     kind: str  # text | int | float | vector
@@ -166,13 +259,17 @@ def read_artifact(path: str | Path, schema: ArtifactSchema) -> pl.DataFrame:
     """Read an upstream artifact and check it, or fail in one line naming the file, column or row."""
     path = Path(path)
     redo = f"run `dvc repro {schema.producer}`"
-    if not path.is_file():
+    if not path.exists():
         raise PearlError(f"{path} is missing: {redo} first")
-    try:
-        df = pl.read_parquet(path)
-    except Exception as error:  # polars raises several types for corrupt files
-        raise PearlError(f"{path} is not a readable Parquet file ({_unreadable_part(path, error)}): "
-                         f"delete it and {redo}") from None
+    files = shard_files(path, redo) if path.is_dir() else [path]
+    frames = []
+    for file in files:
+        try:
+            frames.append(pl.read_parquet(file))
+        except Exception as error:  # polars raises several types for corrupt files
+            raise PearlError(f"{file} is not a readable Parquet file ({_unreadable_part(file, error)}): "
+                             f"delete {path} and {redo}") from None
+    df = pl.concat(frames)
     absent = [c for c in schema.columns if c not in df.columns]
     if absent:
         raise PearlError(f"{path} lacks column(s) {', '.join(absent)}: {redo}")

@@ -70,6 +70,7 @@ class RayStageParams:
 class RayParams:
     address: str | None
     num_cpus: PositiveInt | None
+    shard_rows: PositiveInt
     corpus: RayStageParams
     parse: RayStageParams
     typing: RayStageParams

@@ -1,8 +1,9 @@
 """Multi-node for real, on one machine: a Ray head and a worker node (`ray start`, 1 CPU each, 127.0.0.1).
 
 1. `dvc repro typing` of a scratch clone (corpus slice `corpus.max_docs`) with `engine: ray` and
-   `ray.address` pointing at the head: both nodes must have done work (the stages' `ray_nodes`
-   metric), and the rows must be the bytes `engine: local` writes.
+   `ray.address` pointing at the head: both nodes must have done work in corpus, parse and typing
+   (the stages' `ray_nodes` metric), and the outputs must be what `engine: local` writes: the same
+   sentences (which Ray writes as shards) and the same phrase files, byte for byte.
 2. The worker node is killed (`kill -9` of its raylet) while `parse` runs on both: the stage either
    finishes through Ray's actor restarts with the same bytes, or fails in one line and leaves its
    previous output in place. The script says which.
@@ -25,9 +26,13 @@ from pathlib import Path
 
 import yaml
 
+from pearl.artifacts import SENTENCES_SCHEMA, read_artifact
+
 ROOT = Path(__file__).resolve().parents[1]
 PORT = 6391
+CORPUS = "data/corpus/sentences.parquet"
 OUTPUTS = ("data/phrases/phrases.parquet", "data/typed/phrases.parquet")
+STAGES = ("corpus", "parse", "typing")
 
 
 def sh(*args: str, cwd: Path | None = None) -> str:
@@ -51,8 +56,9 @@ def repro(project: Path, *targets: str) -> None:
     sh("dvc", "repro", "--no-run-cache", *targets, cwd=project)  # really run: a cached run used no nodes
 
 
-def snapshot(project: Path) -> tuple[bytes, ...]:
-    return tuple((project / path).read_bytes() for path in OUTPUTS)
+def snapshot(project: Path) -> tuple:
+    sentences = read_artifact(project / CORPUS, SENTENCES_SCHEMA).rows()
+    return (sentences, *((project / path).read_bytes() for path in OUTPUTS))
 
 
 def main() -> None:
@@ -85,10 +91,10 @@ def main() -> None:
             started = time.perf_counter()
             repro(project, "typing")
             nodes = {stage: json.loads((project / f"metrics/{stage}.json").read_text())["ray_nodes"]
-                     for stage in ("parse", "typing")}
+                     for stage in STAGES}
             print(f"1. dvc repro typing on two loopback nodes: {time.perf_counter() - started:.0f} s, nodes used "
                   f"{nodes}, same bytes as local: {snapshot(project) == local}")
-            if nodes != {"parse": 2, "typing": 2} or snapshot(project) != local:
+            if set(nodes.values()) != {2} or snapshot(project) != local:
                 raise SystemExit("the two-node run did not use both nodes, or wrote other rows")
 
             stage = subprocess.Popen(["dvc", "repro", "-f", "--single-item", "parse"], cwd=project,
@@ -104,7 +110,7 @@ def main() -> None:
             lines += stage.stderr.readlines()
             code = stage.wait()
             ours = [line.strip() for line in lines if line.startswith("error:")]
-            same = (project / OUTPUTS[0]).read_bytes() == local[0]
+            same = (project / OUTPUTS[0]).read_bytes() == local[1]
             leftovers = sorted(p.name for p in (project / "data/phrases").iterdir() if p.name.startswith("."))
             outcome = (f"finished with the same bytes, rows from {json.loads((project / 'metrics/parse.json').read_text())['ray_nodes']} "
                        "node(s)" if code == 0 and same else "failed: " + (ours[-1] if ours else lines[-1].strip()))

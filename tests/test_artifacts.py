@@ -4,7 +4,7 @@ import pytest
 
 from pearl.artifacts import (
     HARD_NEGATIVES_SCHEMA, PHRASES_SCHEMA, SENTENCES_SCHEMA, TEACHER_VECTORS_SCHEMA, VARIANTS_SCHEMA,
-    ParquetStreamWriter, atomic_path, meta_path, read_artifact, write_json, write_parquet,
+    ParquetStreamWriter, ShardedParquetWriter, atomic_path, meta_path, read_artifact, write_json, write_parquet,
 )
 from pearl.errors import PearlError
 
@@ -55,6 +55,54 @@ def test_stream_writer_writes_all_batches_or_nothing(tmp_path):
             writer.write({"x": [1]})
             raise ValueError
     assert not broken.exists() and _leftovers(tmp_path) == ["s.parquet"]
+
+
+SENTENCE_TYPES = pa.schema([("doc_id", pa.string()), ("sent_id", pa.int32()), ("text", pa.string())])
+SENTENCE_ROWS = {"doc_id": ["a"] * 7, "sent_id": list(range(7)), "text": [f"Sentence {i}." for i in range(7)]}
+
+
+def _write_shards(target, shard_rows=3):
+    with ShardedParquetWriter(target, SENTENCE_TYPES, shard_rows) as writer:
+        writer.write({k: v[:5] for k, v in SENTENCE_ROWS.items()})
+        writer.write({k: v[5:] for k, v in SENTENCE_ROWS.items()})
+
+
+def test_the_sharded_layout_reads_as_the_single_file_and_replaces_it_both_ways(tmp_path):
+    target = tmp_path / "sentences.parquet"
+    with ParquetStreamWriter(target, SENTENCE_TYPES) as writer:
+        writer.write(SENTENCE_ROWS)
+    single = read_artifact(target, SENTENCES_SCHEMA)
+    _write_shards(target)  # the folder takes the file's place, and back
+    assert sorted(p.name for p in target.iterdir()) == ["manifest.json", "part-00000.parquet", "part-00001.parquet",
+                                                       "part-00002.parquet"]
+    assert read_artifact(target, SENTENCES_SCHEMA).equals(single)
+    with ParquetStreamWriter(target, SENTENCE_TYPES) as writer:
+        writer.write(SENTENCE_ROWS)
+    assert target.is_file() and read_artifact(target, SENTENCES_SCHEMA).equals(single)
+    with pytest.raises(ValueError):
+        with ShardedParquetWriter(target, SENTENCE_TYPES, 3) as writer:
+            writer.write(SENTENCE_ROWS)
+            raise ValueError("crash mid-write")
+    assert target.is_file() and _leftovers(tmp_path) == ["sentences.parquet"]
+
+
+def test_a_mixed_or_tampered_shard_folder_is_named_in_one_line(tmp_path):
+    target = tmp_path / "sentences.parquet"
+    _write_shards(target)
+    write_parquet(pl.DataFrame(SENTENCE_ROWS), target / "part-00003.parquet")  # a shard of another run
+    with pytest.raises(PearlError, match=r"sentences\.parquet mixes layouts: part-00003\.parquet not in its manifest"):
+        read_artifact(target, SENTENCES_SCHEMA)
+    (target / "part-00003.parquet").unlink()
+    (target / "part-00001.parquet").unlink()
+    with pytest.raises(PearlError, match=r"part-00001\.parquet listed but missing: delete .* and run `dvc repro corpus`"):
+        read_artifact(target, SENTENCES_SCHEMA)
+    write_parquet(pl.DataFrame(SENTENCE_ROWS), target / "part-00001.parquet")
+    with pytest.raises(PearlError, match=r"part-00001\.parquet does not match the hash in manifest\.json"):
+        read_artifact(target, SENTENCES_SCHEMA)
+    (target / "manifest.json").unlink()
+    with pytest.raises(PearlError, match=r"is a folder without manifest\.json") as error:
+        read_artifact(target, SENTENCES_SCHEMA)
+    assert "\n" not in str(error.value)
 
 
 def test_read_artifact_errors_name_the_file_and_the_stage(tmp_path):

@@ -5,6 +5,7 @@ import json
 import polars as pl
 import pytest
 
+from pearl.artifacts import SENTENCES_SCHEMA, read_artifact
 from pearl.corpus import stage as corpus_stage
 from pearl.entity_typing import stage as typing_stage
 from pearl.errors import PearlError
@@ -31,7 +32,7 @@ def test_parse_and_typing_on_ray_write_the_local_engines_bytes(make_params, tmp_
 
 
 @pytest.mark.slow
-def test_the_corpus_streamed_through_ray_actors_gives_the_local_engines_bytes_and_counts(make_params, tmp_path):
+def test_the_corpus_streamed_through_ray_actors_gives_the_local_engines_rows_and_counts_in_shards(make_params, tmp_path):
     documents = [  # a doc_id that comes back, an empty document, a sentence too short and one too long
         {"id": "a", "text": "Paris is the capital of France. It is large.\n\nBerlin is in Germany."},
         {"id": "a", "text": "Rome is old. Ok."}, {"id": "e", "text": " "}, {"id": "a", "text": "Oslo is cold."},
@@ -41,12 +42,14 @@ def test_the_corpus_streamed_through_ray_actors_gives_the_local_engines_bytes_an
     written = {}
     for engine in ("local", "ray"):  # 16 documents in batches of 3 over 2 actors
         params = make_params(engine=engine, corpus__source="files", corpus__files=[str(tmp_path / "docs.jsonl")],
-                             ray__num_cpus=2, ray__corpus__batch_size=3)
+                             ray__num_cpus=2, ray__corpus__batch_size=3, ray__shard_rows=4)
         out = tmp_path / engine / "sentences.parquet"
         numbers = corpus_stage.run(params, output=out, metrics=tmp_path / f"{engine}.json")
-        written[engine] = out.read_bytes(), numbers
-    assert written["ray"] == written["local"]
+        written[engine] = read_artifact(out, SENTENCES_SCHEMA), numbers
+    assert written["ray"][0].equals(written["local"][0]) and written["ray"][1] == written["local"][1]
     assert written["ray"][1]["sentences_dropped_long"] == 8 and written["ray"][1]["sentences_dropped_short"] == 1
+    shards = json.loads((tmp_path / "ray" / "sentences.parquet" / "manifest.json").read_text())["shards"]
+    assert [s["rows"] for s in shards] == [4, 4, 4, 4, 1]  # 17 sentences in shards of ray.shard_rows
     metrics = json.loads((tmp_path / "ray.json").read_text())
     assert metrics["ray_nodes"] == 1 and metrics["ray_busy_seconds"] > 0
     strict = tmp_path / "strict" / "sentences.parquet"

@@ -8,7 +8,7 @@ from pathlib import Path
 import pyarrow as pa
 from tqdm import tqdm
 
-from pearl.artifacts import ParquetStreamWriter, write_json, write_meta
+from pearl.artifacts import ParquetStreamWriter, ShardedParquetWriter, write_json, write_meta
 from pearl.corpus.sentences import SentenceFilter, SentenceSplitter, SplitCounts, split_sentences
 from pearl.corpus.sources import describe_source, iter_documents
 from pearl.errors import PearlError
@@ -48,9 +48,10 @@ def sentences_on_ray(params: Params, counts: SplitCounts, run: RayRun) -> Iterat
 _SPLIT_COLUMNS = ("doc_id", "sentences", "words", "dropped_short", "dropped_long")
 
 
-def _write(sentences: Iterator[tuple[str, int, str]], output: Path, p: CorpusParams, counts: SplitCounts) -> None:
+def _write(sentences: Iterator[tuple[str, int, str]], writer: ParquetStreamWriter | ShardedParquetWriter,
+           p: CorpusParams, counts: SplitCounts) -> None:
     buffer: dict[str, list] = {name: [] for name in SCHEMA.names}
-    with ParquetStreamWriter(output, SCHEMA) as writer:
+    with writer:
         for doc_id, sent_id, text in tqdm(sentences, desc="corpus", unit=" sent", mininterval=2):
             buffer["doc_id"].append(doc_id)
             buffer["sent_id"].append(sent_id)
@@ -77,11 +78,13 @@ def run(params: Params, output: Path = OUTPUT, metrics: Path = METRICS) -> dict:
                  params.ray.corpus.batch_size)
         ray_run = RayRun()
         with ray_session(params.ray):
-            _write(sentences_on_ray(params, counts, ray_run), output, p, counts)
+            _write(sentences_on_ray(params, counts, ray_run), ShardedParquetWriter(output, SCHEMA, params.ray.shard_rows),
+                   p, counts)
         timing = {**clock.report(log, counts.sentences, "sentences"), **ray_run.metrics()}
     else:
         rules = SentenceFilter(p.min_sentence_chars, p.max_sentence_chars, p.long_sentences)
-        _write(split_sentences(nlp, iter_documents(p), rules, counts, p.batch_size), output, p, counts)
+        _write(split_sentences(nlp, iter_documents(p), rules, counts, p.batch_size), ParquetStreamWriter(output, SCHEMA),
+               p, counts)
         timing = clock.report(log, counts.sentences, "sentences")
     if counts.dropped_long:
         log.warning(

@@ -74,6 +74,8 @@ class RayParams:
     corpus: RayStageParams
     parse: RayStageParams
     typing: RayStageParams
+    candidates: RayStageParams
+    teacher: RayStageParams
 
 
 @dataclass(config=_SCHEMA)

@@ -1,10 +1,12 @@
-"""`engine: ray`: a stage's per-row model work as a Ray Data pipeline over actors.
+"""`engine: ray`: a stage's per-row work on a pool of Ray actors, each building its model once.
 
 Ray is imported only here and only when the engine is chosen, so the default local engine never
-starts it. The stage reads and validates its input Parquet once, as with the local engine, and
-hands the rows to Ray as Arrow blocks: they reach the actors through Ray's object store, so worker
-nodes need neither the project's files nor shared storage, only the same Python packages. The
-actors each build their model once and see batches of `batch_size` rows.
+starts it. Rows reach the actors as Arrow blocks through Ray's object store, so worker nodes need
+neither the project's files nor shared storage, only the same Python packages.
+- map_with_actors: a table the stage has read and checked, as a Ray Data pipeline; outputs come
+  back in completion order (parse, typing, teacher).
+- stream_through_actors: a stream too long to hold, or a table whose outputs must keep its order,
+  through an ActorPool with one batch per actor in flight (corpus, candidates).
 """
 
 from __future__ import annotations
@@ -179,18 +181,20 @@ def map_with_actors(rows: pa.Table, actor: type[RowActor], constructor_args: tup
         raise _one_line(error, name, source) from None
 
 
-def stream_through_actors(rows: Iterable[dict], actor: type[RowActor], constructor_args: tuple,
+def stream_through_actors(rows: Iterable[dict] | pa.Table, actor: type[RowActor], constructor_args: tuple,
                           stage: RayStageParams, name: str, source: str, run: RayRun) -> Iterator[pa.Table]:
-    """Yield `actor(*constructor_args)(batch)` over a stream of rows too large to hold, in batches of
-    `stage.batch_size` and in input order. At most one batch per actor is in flight, so memory stays
-    flat however long the stream. An actor lost with its node is restarted and its batch retried."""
+    """Yield `actor(*constructor_args)(batch)` over a table or a stream of rows too large to hold, in
+    batches of `stage.batch_size` and in input order. At most one batch per actor is in flight, so
+    memory stays flat however long the stream. An actor lost with its node is restarted and its batch
+    retried. Constructor arguments go into the object store once, whatever the number of actors."""
     ray = _import_ray()
     from ray.util import ActorPool
 
     _check_fits(stage, name)
     remote = ray.remote(actor).options(num_cpus=stage.cpus_per_worker, num_gpus=stage.gpus_per_worker,
                                        max_restarts=3, max_task_retries=3)
-    pool = ActorPool([remote.remote(*constructor_args) for _ in range(stage.workers)])
+    shared = [ray.put(arg) for arg in constructor_args]
+    pool = ActorPool([remote.remote(*shared) for _ in range(stage.workers)])
     try:
         for batch in _batches(rows, stage.batch_size):
             if not pool.has_free():
@@ -202,7 +206,11 @@ def stream_through_actors(rows: Iterable[dict], actor: type[RowActor], construct
         raise _one_line(error, name, source) from None
 
 
-def _batches(rows: Iterable[dict], size: int) -> Iterator[pa.Table]:
+def _batches(rows: Iterable[dict] | pa.Table, size: int) -> Iterator[pa.Table]:
+    if isinstance(rows, pa.Table):
+        rows = rows.append_column(_ROW, pa.array(range(rows.num_rows), pa.int64()))
+        yield from (rows.slice(start, size) for start in range(0, rows.num_rows, size))
+        return
     batch: list[dict] = []
     for number, row in enumerate(rows):
         batch.append({**row, _ROW: number})

@@ -61,6 +61,51 @@ def test_the_corpus_streamed_through_ray_actors_gives_the_local_engines_rows_and
     assert list(strict.parent.iterdir()) == []
 
 
+@pytest.mark.slow
+def test_the_teacher_on_ray_writes_the_local_engines_vectors_bit_for_bit(make_params, tiny_encoder, tmp_path):
+    from pearl.teacher import stage as teacher_stage
+
+    words = [f"{w}{'s' * (i % 5)}" for i, w in enumerate(["alpha", "beta", "gamma delta", "epsilon", "zeta eta theta"] * 9)]
+    texts = list(dict.fromkeys(words + [f"{a} {b}" for a, b in zip(words, reversed(words))]))
+    inputs = {name: tmp_path / f"{name}.parquet" for name in ("typed", "candidates", "variants")}
+    pl.DataFrame({"phrase": texts, "label_id": [0] * len(texts)}).write_parquet(inputs["typed"])
+    pl.DataFrame({"phrase": texts[:1], "candidate": ["omega"], "edit_sim": [0.5]}).write_parquet(inputs["candidates"])
+    pl.DataFrame(schema={"phrase": pl.String, "level": pl.String, "method": pl.String, "variant": pl.String}
+                 ).write_parquet(inputs["variants"])
+    written = {}
+    for engine in ("local", "ray"):  # batches of 4 texts, 8 per actor call: calls hold several batches
+        params = make_params(engine=engine, model__teacher=str(tiny_encoder), teacher__batch_size=4,
+                             ray__num_cpus=2, ray__teacher__batch_size=8)
+        out = tmp_path / engine / "vectors.parquet"
+        teacher_stage.run(params, inputs["typed"], inputs["candidates"], inputs["variants"], out, tmp_path / f"{engine}.json")
+        written[engine] = out.read_bytes()
+    assert written["ray"] == written["local"]
+    assert json.loads((tmp_path / "ray.json").read_text())["engine"] == "ray"
+    with pytest.raises(PearlError, match=r"ray\.teacher\.batch_size=6 must be a multiple of teacher\.batch_size=4"):
+        teacher_stage.run(make_params(engine="ray", model__teacher=str(tiny_encoder), teacher__batch_size=4,
+                                      ray__teacher__batch_size=6),
+                          inputs["typed"], inputs["candidates"], inputs["variants"], tmp_path / "x" / "v.parquet",
+                          tmp_path / "x.json")
+
+
+@pytest.mark.slow
+def test_candidate_pairs_scored_on_ray_give_the_local_engines_bytes(make_params, tmp_path):
+    from pearl.negatives import stage as negatives_stage
+    from tests.test_negatives import NYT_SET
+
+    phrases = tmp_path / "phrases.parquet"
+    texts = NYT_SET + [f"{p} {i}" for i, p in enumerate(NYT_SET)]
+    pl.DataFrame({"phrase": texts, "label_id": [0] * len(texts)}).write_parquet(phrases)
+    written = {}
+    for engine in ("local", "ray"):  # all 462 pairs are blocked (22 phrases < block_top_m): 13 batches, 2 actors
+        params = make_params(engine=engine, ray__num_cpus=2, ray__candidates__batch_size=37)
+        out = tmp_path / engine / "candidates.parquet"
+        numbers = negatives_stage.run_candidates(params, source=phrases, output=out, metrics=tmp_path / f"{engine}.json")
+        written[engine] = out.read_bytes()
+    assert written["ray"] == written["local"] and numbers["pairs"] > 20
+    assert json.loads((tmp_path / "ray.json").read_text())["ray_busy_seconds"] > 0
+
+
 def test_an_address_where_no_ray_head_listens_fails_in_one_line(make_params, tmp_path):
     corpus = tmp_path / "sentences.parquet"
     pl.DataFrame({"doc_id": ["d"], "sent_id": [0], "text": SENTENCES[:1]}).write_parquet(corpus)

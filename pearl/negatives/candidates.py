@@ -26,20 +26,24 @@ exactly (rapidfuzz `cpdist`, all threads):
   every character alike), randomly projected to `block_dim` dimensions, and its
   `block_top_m` nearest neighbours by cosine through a faiss inverted-file index with 8-bit
   codes (`block_nprobe` of 4·√n cells visited; exact search below 50K phrases).
-Recall against brute force at 10K–1M phrases: benchmarks/mine_candidates.py.
+Recall against brute force at 10K–1M phrases: benchmarks/mine_candidates.py. Under `engine: ray`
+the blocking stays on the driver and Ray actors score the pairs (PairScorer).
 """
 
 from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+import pyarrow as pa
 from rapidfuzz import fuzz, process
 from rapidfuzz.distance import Levenshtein
 
 from pearl.log import Stopwatch, get_logger
+from pearl.ray_engine import RowActor
 
 log = get_logger("candidates")
 
@@ -237,14 +241,33 @@ def top_k(rows: np.ndarray, cols: np.ndarray, scores: np.ndarray, k: int, min_sc
     return rows[chosen], cols[chosen], scores[chosen]
 
 
-def mine_candidates(phrases: list[str], settings: CandidateSettings):
-    """(phrase index, candidate index, edit_sim) of every phrase's top-k edit-similar others."""
+class PairScorer(RowActor):
+    """A Ray actor (`engine: ray`): holds the phrases once; a batch of (row, col) pairs in, their
+    edit similarities out, on `threads` threads."""
+
+    def __init__(self, texts: np.ndarray, scorer: str, threads: int, cutoff: float):
+        self.texts, self.scorer, self.threads, self.cutoff = texts, scorer, threads, cutoff
+
+    def process(self, batch: pa.Table) -> pa.Table:
+        rows, cols = batch["row"].to_numpy(), batch["col"].to_numpy()
+        return pa.table({"score": score_indexed_pairs(self.texts, rows, cols, self.scorer, self.threads, self.cutoff)})
+
+
+PairScores = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
+
+
+def mine_candidates(phrases: list[str], settings: CandidateSettings, score: PairScores | None = None):
+    """(phrase index, candidate index, edit_sim) of every phrase's top-k edit-similar others.
+    `score(texts, rows, cols)` scores the blocked pairs; by default score_indexed_pairs on all threads."""
     if len(phrases) < 2:
         empty = np.array([], dtype=np.int64)
         return empty, empty, np.array([], dtype=np.float32)
     rows, cols = blocked_pairs(phrases, settings)
-    scores = score_indexed_pairs(np.asarray(phrases, dtype=object), rows, cols, settings.scorer,
-                                 settings.n_threads, settings.min_edit_sim)
+    texts = np.asarray(phrases, dtype=object)
+    if score is None:
+        scores = score_indexed_pairs(texts, rows, cols, settings.scorer, settings.n_threads, settings.min_edit_sim)
+    else:
+        scores = score(texts, rows, cols)
     return top_k(rows, cols, scores, settings.top_k, settings.min_edit_sim)
 
 

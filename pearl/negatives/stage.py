@@ -7,13 +7,15 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
+import pyarrow as pa
 
 from pearl.artifacts import CANDIDATES_SCHEMA, TYPED_PHRASES_SCHEMA, read_artifact, write_json, write_meta, write_parquet
 from pearl.device import resolve_device
 from pearl.log import Stopwatch, get_logger
-from pearl.negatives.candidates import CandidateSettings, mine_candidates
+from pearl.negatives.candidates import CandidateSettings, PairScorer, mine_candidates
 from pearl.negatives.hard_negatives import hard_negative_mask
 from pearl.params import Params
+from pearl.ray_engine import RayRun, ray_session, stream_through_actors
 from pearl.spacy_models import package_version
 from pearl.teacher.vectors import VECTORS, TeacherVectors
 
@@ -31,13 +33,31 @@ def candidate_settings(params: Params) -> CandidateSettings:
                              n.block_nprobe, threads, params.base.seed)
 
 
+def pair_scores_on_ray(params: Params, settings: CandidateSettings, texts: np.ndarray, rows: np.ndarray,
+                       cols: np.ndarray, source: str, run: RayRun) -> np.ndarray:
+    """What score_indexed_pairs gives, from Ray actors that each hold the phrases once."""
+    stage = params.ray.candidates
+    scorer = (texts, settings.scorer, max(1, int(stage.cpus_per_worker)), settings.min_edit_sim)
+    scored = [out["score"].to_numpy() for out in stream_through_actors(
+        pa.table({"row": rows, "col": cols}), PairScorer, scorer, stage, "candidates", source, run)]
+    return np.concatenate(scored) if scored else np.zeros(0, dtype=np.float32)
+
+
 def run_candidates(params: Params, source: Path = PHRASES, output: Path = CANDIDATES,
                    metrics: Path = Path("metrics/candidates.json")) -> dict:
     phrases = read_artifact(source, TYPED_PHRASES_SCHEMA)["phrase"].to_list()
     settings = candidate_settings(params)
     clock = Stopwatch()
-    rows, cols, scores = mine_candidates(phrases, settings)
-    timing = clock.report(log, len(phrases), "phrases")
+    if params.engine == "ray":
+        log.info("scoring the blocked pairs on Ray, %d actor(s)", params.ray.candidates.workers)
+        ray_run = RayRun()
+        with ray_session(params.ray):
+            rows, cols, scores = mine_candidates(phrases, settings, lambda texts, r, c: pair_scores_on_ray(
+                params, settings, texts, r, c, str(source), ray_run))
+        timing = {**clock.report(log, len(phrases), "phrases"), **ray_run.metrics()}
+    else:
+        rows, cols, scores = mine_candidates(phrases, settings)
+        timing = clock.report(log, len(phrases), "phrases")
     texts = np.asarray(phrases, dtype=object)
     table = pl.DataFrame({"phrase": texts[rows].tolist(), "candidate": texts[cols].tolist(), "edit_sim": scores},
                          schema={"phrase": pl.String, "candidate": pl.String, "edit_sim": pl.Float32})
@@ -58,7 +78,7 @@ def run_candidates(params: Params, source: Path = PHRASES, output: Path = CANDID
         **numbers,
     })
     write_parquet(table, output)
-    write_json({**numbers, **timing}, metrics)
+    write_json({**numbers, "engine": params.engine, **timing}, metrics)
     return numbers
 
 

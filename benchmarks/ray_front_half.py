@@ -1,15 +1,19 @@
-"""Throughput of the parse and typing stages on one slice of the corpus, engine by engine, side by side:
+"""Throughput of the front-half stages that run on Ray, engine by engine, side by side:
 
-- local with 1 and 2 processes (parse.n_process; typing runs in one process locally),
-- Ray with 1 and 2 actors on a Ray started here (`ray.address: null`, `ray.num_cpus` = actors),
-- Ray with 2 actors on two loopback nodes of 1 CPU each (`ray start`, 127.0.0.1), joined via ray.address.
+- local on 1 core (parse.n_process 1, negatives.n_threads 1, torch on 1 thread) and on 2 cores
+  (parse.n_process 2, 2 threads; corpus and typing run in one process locally whatever the cores),
+- Ray with 1 and 2 actors per stage on a Ray started here (`ray.address: null`, `ray.num_cpus` = actors),
+- Ray with 2 actors per stage on two loopback nodes of 1 CPU each (`ray start`, 127.0.0.1).
 
-Every run must write the bytes of the local one-process run, and the two-node run must have used both
-nodes (the stage's `ray_nodes` metric). A stage's seconds include its start-up (Ray, the actors and
-their models; the local pool and its models), as `dvc repro` pays it. Run `dvc repro corpus` first.
+Every run must write what the local 1-core run writes: the same sentences in the same order
+(Ray writes them as shards), and the same bytes for phrases, typed phrases, candidates and teacher
+vectors; the two-node run must have used both nodes in every stage (`ray_nodes`). A stage's
+seconds include its start-up (Ray, the actors and their models; the local pool and its models),
+as `dvc repro` pays it. The teacher encodes a slice of the phrases (`--teacher-texts`): all-mpnet-base-v2
+takes ~4 min for all of them on 2 cores.
 
-    python benchmarks/ray_front_half.py                      # the whole offline corpus (36K sentences)
-    python benchmarks/ray_front_half.py --sentences 5000
+    python benchmarks/ray_front_half.py                      # the whole offline corpus (10K documents)
+    python benchmarks/ray_front_half.py --docs 2000 --teacher-texts 1000
 """
 
 from __future__ import annotations
@@ -22,13 +26,21 @@ import sys
 import tempfile
 from pathlib import Path
 
+import polars as pl
+import torch
+
 from pearl.artifacts import SENTENCES_SCHEMA, read_artifact
+from pearl.corpus import stage as corpus_stage
 from pearl.entity_typing import stage as typing_stage
+from pearl.negatives import stage as negatives_stage
 from pearl.params import load_params
 from pearl.parse import stage as parse_stage
+from pearl.teacher import stage as teacher_stage
 
-CORPUS = Path("data/corpus/sentences.parquet")
 PORT = 6390
+STAGES = ("corpus", "parse", "typing", "candidates", "teacher")
+UNITS = {"corpus": "sentences_per_s", "parse": "sentences_per_s", "typing": "phrases_per_s",
+         "candidates": "phrases_per_s", "teacher": "texts_per_s"}
 
 
 def ray_cli(*args: str) -> None:
@@ -43,67 +55,83 @@ def start_loopback_nodes() -> str:
     return f"127.0.0.1:{PORT}"
 
 
-def run_stages(overrides: dict, folder: Path, sentences: Path) -> dict:
+def run_stages(overrides: dict, folder: Path, teacher_texts: int, threads: int) -> dict:
     params = load_params("params.yaml", overrides)
-    phrases, typed = folder / "phrases.parquet", folder / "typed.parquet"
-    parse_stage.run(params, source=sentences, output=phrases, metrics=folder / "parse.json")
-    typing_stage.run(params, source=phrases, output=typed, metrics=folder / "typing.json")
-    return {"parse": json.loads((folder / "parse.json").read_text()),
-            "typing": json.loads((folder / "typing.json").read_text()),
-            "bytes": (phrases.read_bytes(), typed.read_bytes())}
+    files = {name: folder / f"{name}.parquet" for name in ("sentences", "phrases", "typed", "candidates", "vectors")}
+    torch.set_num_threads(threads)
+    corpus_stage.run(params, output=files["sentences"], metrics=folder / "corpus.json")
+    parse_stage.run(params, source=files["sentences"], output=files["phrases"], metrics=folder / "parse.json")
+    typing_stage.run(params, source=files["phrases"], output=files["typed"], metrics=folder / "typing.json")
+    negatives_stage.run_candidates(params, source=files["typed"], output=files["candidates"],
+                                   metrics=folder / "candidates.json")
+    # the teacher's slice: the first phrases, no candidates or variants
+    sliced = {name: folder / f"teacher_{name}.parquet" for name in ("typed", "candidates", "variants")}
+    pl.read_parquet(files["typed"]).head(teacher_texts).write_parquet(sliced["typed"])
+    pl.read_parquet(files["candidates"]).head(0).write_parquet(sliced["candidates"])
+    pl.DataFrame(schema={c: pl.String for c in ("phrase", "level", "method", "variant")}).write_parquet(sliced["variants"])
+    teacher_stage.run(params, sliced["typed"], sliced["candidates"], sliced["variants"], files["vectors"],
+                      folder / "teacher.json")
+    return {"metrics": {stage: json.loads((folder / f"{stage}.json").read_text()) for stage in STAGES},
+            "sentences": read_artifact(files["sentences"], SENTENCES_SCHEMA),
+            "bytes": tuple(files[name].read_bytes() for name in ("phrases", "typed", "candidates", "vectors"))}
+
+
+def on_ray(actors: int) -> dict:
+    return {f"ray.{stage}.workers": actors for stage in STAGES}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sentences", type=int, default=None, help="the first N sentences; default all")
+    parser.add_argument("--docs", type=int, default=None, help="corpus.max_docs; default all")
+    parser.add_argument("--teacher-texts", type=int, default=3000, help="phrases the teacher encodes")
     args = parser.parse_args()
     # two nodes of one machine join with the token Ray keeps in ~/.ray/auth_token
     os.environ.update(RAY_AUTH_MODE="token", RAY_USAGE_STATS_ENABLED="0")
     ray_cli("get-auth-token", "--generate")
 
-    corpus = read_artifact(CORPUS, SENTENCES_SCHEMA)
-    corpus = corpus.head(args.sentences) if args.sentences else corpus
-    runs = {
-        "local, 1 process": {"engine": "local", "parse.n_process": 1},
-        "local, 2 processes": {"engine": "local", "parse.n_process": 2},
-        "Ray here, 1 actor": {"engine": "ray", "ray.num_cpus": 1, "ray.parse.workers": 1, "ray.typing.workers": 1},
-        "Ray here, 2 actors": {"engine": "ray", "ray.num_cpus": 2, "ray.parse.workers": 2, "ray.typing.workers": 2},
-        "Ray, 2 loopback nodes × 1 actor": {"engine": "ray", "ray.parse.workers": 2, "ray.typing.workers": 2},
+    base = {"corpus.max_docs": args.docs}
+    runs = {  # (overrides, torch threads)
+        "local, 1 core": ({**base, "engine": "local", "parse.n_process": 1, "negatives.n_threads": 1}, 1),
+        "local, 2 cores": ({**base, "engine": "local", "parse.n_process": 2, "negatives.n_threads": 2}, 2),
+        "Ray here, 1 actor": ({**base, "engine": "ray", "ray.num_cpus": 1, **on_ray(1)}, 1),
+        "Ray here, 2 actors": ({**base, "engine": "ray", "ray.num_cpus": 2, **on_ray(2)}, 1),
+        "Ray, 2 loopback nodes × 1 actor": ({**base, "engine": "ray", **on_ray(2)}, 1),
     }
     with tempfile.TemporaryDirectory() as scratch:
-        sentences = Path(scratch) / "sentences.parquet"
-        corpus.write_parquet(sentences)
         results = {}
-        for name, overrides in runs.items():
+        for name, (overrides, threads) in runs.items():
             folder = Path(scratch) / str(len(results))
             folder.mkdir()
             if "loopback" in name:
                 overrides = {**overrides, "ray.address": start_loopback_nodes()}
                 try:
-                    results[name] = run_stages(overrides, folder, sentences)
+                    results[name] = run_stages(overrides, folder, args.teacher_texts, threads)
                 finally:
                     ray_cli("stop", "--force")
             else:
-                results[name] = run_stages(overrides, folder, sentences)
+                results[name] = run_stages(overrides, folder, args.teacher_texts, threads)
 
-    reference = results["local, 1 process"]["bytes"]
-    print(f"\n{corpus.height} sentences → {results['local, 1 process']['parse']['phrases']} phrases; 2 CPU cores\n")
-    print("| run | parse s | sentences/s | typing s | phrases/s | Ray nodes used | same bytes |")
-    print("|---|---|---|---|---|---|---|")
+    reference = results["local, 1 core"]
+    m = reference["metrics"]
+    print(f"\n{m['corpus']['documents']} documents → {m['corpus']['sentences']} sentences → {m['parse']['phrases']} "
+          f"phrases, {m['candidates']['pairs']} candidate pairs; the teacher encodes {m['teacher']['texts']} texts; "
+          "2 CPU cores\n")
+    print("| run | " + " | ".join(f"{stage} s" for stage in STAGES) + " | Ray nodes used | same output |")
+    print("|---|" + "---|" * (len(STAGES) + 2))
     for name, r in results.items():
-        p, t = r["parse"], r["typing"]
-        nodes = p.get("ray_nodes", "–") if p.get("ray_nodes") == t.get("ray_nodes") else f"{p['ray_nodes']}/{t['ray_nodes']}"
-        print(f"| {name} | {p['seconds']:.1f} | {p['sentences_per_s']:.0f} | {t['seconds']:.1f} | "
-              f"{t['phrases_per_s']:.0f} | {nodes} | {'yes' if r['bytes'] == reference else 'NO'} |")
+        nodes = {r["metrics"][stage].get("ray_nodes", "–") for stage in STAGES}
+        same = r["sentences"].equals(reference["sentences"]) and r["bytes"] == reference["bytes"]
+        print(f"| {name} | " + " | ".join(f"{r['metrics'][stage]['seconds']:.1f}" for stage in STAGES)
+              + f" | {'/'.join(map(str, sorted(nodes, key=str)))} | {'yes' if same else 'NO'} |")
     print("\nRay ÷ local at equal cores (seconds; goal ≤ 1.15):")
-    for cores, local, ray in ((1, "local, 1 process", "Ray here, 1 actor"), (2, "local, 2 processes", "Ray here, 2 actors"),
-                              (2, "local, 2 processes", "Ray, 2 loopback nodes × 1 actor")):
-        ratios = [results[ray][s]["seconds"] / results[local][s]["seconds"] for s in ("parse", "typing")]
-        print(f"- {ray} vs {local}: parse {ratios[0]:.2f}×, typing {ratios[1]:.2f}×")
-    if any(r["bytes"] != reference for r in results.values()):
-        raise SystemExit("an engine wrote other bytes than the local one-process run")
-    if results["Ray, 2 loopback nodes × 1 actor"]["parse"].get("ray_nodes") != 2:
-        raise SystemExit("the two-node run did not use both nodes")
+    for local, ray in (("local, 1 core", "Ray here, 1 actor"), ("local, 2 cores", "Ray here, 2 actors"),
+                       ("local, 2 cores", "Ray, 2 loopback nodes × 1 actor")):
+        ratios = [results[ray]["metrics"][s]["seconds"] / results[local]["metrics"][s]["seconds"] for s in STAGES]
+        print(f"- {ray} vs {local}: " + ", ".join(f"{s} {x:.2f}×" for s, x in zip(STAGES, ratios)))
+    if any(not r["sentences"].equals(reference["sentences"]) or r["bytes"] != reference["bytes"] for r in results.values()):
+        raise SystemExit("an engine wrote other output than the local 1-core run")
+    if {r.get("ray_nodes") for r in results["Ray, 2 loopback nodes × 1 actor"]["metrics"].values()} != {2}:
+        raise SystemExit("the two-node run did not use both nodes in every stage")
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import pickle
 import re
 import socket
 import time
@@ -117,6 +118,7 @@ class RowActor:
         return PearlError(f"a batch raised {type(error).__name__} ({first_line(error)}) that no row alone raises")
 
 
+_INLINE_BYTES = 1 << 20
 _ROW, _NODE, _STARTED, _ENDED = "_pearl_row", "_pearl_node", "_pearl_started", "_pearl_ended"
 
 
@@ -186,14 +188,16 @@ def stream_through_actors(rows: Iterable[dict] | pa.Table, actor: type[RowActor]
     """Yield `actor(*constructor_args)(batch)` over a table or a stream of rows too large to hold, in
     batches of `stage.batch_size` and in input order. At most one batch per actor is in flight, so
     memory stays flat however long the stream. An actor lost with its node is restarted and its batch
-    retried. Constructor arguments go into the object store once, whatever the number of actors."""
+    retried."""
     ray = _import_ray()
     from ray.util import ActorPool
 
     _check_fits(stage, name)
     remote = ray.remote(actor).options(num_cpus=stage.cpus_per_worker, num_gpus=stage.gpus_per_worker,
                                        max_restarts=3, max_task_retries=3)
-    shared = [ray.put(arg) for arg in constructor_args]
+    # a large argument (candidates' phrases) is stored once for all actors; it stays referenced here
+    # while they live, so a restarted actor finds it (Ray logs a warning about such arguments)
+    shared = [ray.put(arg) if len(pickle.dumps(arg)) > _INLINE_BYTES else arg for arg in constructor_args]
     pool = ActorPool([remote.remote(*shared) for _ in range(stage.workers)])
     try:
         for batch in _batches(rows, stage.batch_size):

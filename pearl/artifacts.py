@@ -163,6 +163,9 @@ class ShardedParquetWriter:
         self._shards[-1]["sha256"] = _sha256(self._folder / self._shards[-1]["file"])
 
     def __exit__(self, exc_type, exc, tb) -> bool:
+        if exc_type is None and not self._shards:  # no rows: one empty shard keeps the schema
+            self._writer = pq.ParquetWriter(self._folder / "part-00000.parquet", self._schema, compression="zstd")
+            self._shards.append({"file": "part-00000.parquet", "rows": 0})
         if self._writer is not None:
             self._close_shard()
         if exc_type is None:
@@ -180,25 +183,26 @@ def shard_files(path: Path, redo: str) -> list[Path]:
     """The shards of a sharded artifact in order, checked against its manifest, or a one-line error."""
     try:
         manifest = json.loads((path / SHARD_MANIFEST).read_text())
-        listed = [(shard["file"], shard["rows"], shard["sha256"]) for shard in manifest["shards"]]
-        assert manifest["format"] == SHARD_FORMAT
+        listed = {shard["file"]: shard["sha256"] for shard in manifest["shards"]} if manifest["format"] == SHARD_FORMAT else None
     except FileNotFoundError:
         raise PearlError(f"{path} is a folder without {SHARD_MANIFEST}: neither a Parquet file nor pearl's sharded "
                          f"layout (a run stopped while moving it, or files copied in by hand); delete it and {redo}") from None
-    except (ValueError, KeyError, TypeError, AssertionError):
-        raise PearlError(f"{path / SHARD_MANIFEST} is not a manifest of {SHARD_FORMAT}: delete {path} and {redo}") from None
+    except (ValueError, KeyError, TypeError):
+        listed = None
+    if listed is None:
+        raise PearlError(f"{path / SHARD_MANIFEST} is not a manifest of {SHARD_FORMAT}: delete {path} and {redo}")
     present = {p.name for p in path.iterdir() if not p.name.startswith(".")} - {SHARD_MANIFEST}
-    named = {name for name, _, _ in listed}
+    named = set(listed)
     if present != named:
         extra, missing = sorted(present - named), sorted(named - present)
         raise PearlError(f"{path} mixes layouts: " + "; ".join(
             ([f"{', '.join(extra[:3])} not in its manifest"] if extra else [])
             + ([f"{', '.join(missing[:3])} listed but missing"] if missing else [])) + f": delete {path} and {redo}")
-    for name, _, sha256 in listed:
+    for name, sha256 in listed.items():
         if _sha256(path / name) != sha256:
             raise PearlError(f"{path / name} does not match the hash in {SHARD_MANIFEST} (changed after it was "
                              f"written): delete {path} and {redo}")
-    return [path / name for name, _, _ in listed]
+    return [path / name for name in listed]
 
 
 @dataclass(frozen=True)

@@ -84,6 +84,10 @@ def test_the_sharded_layout_reads_as_the_single_file_and_replaces_it_both_ways(t
             writer.write(SENTENCE_ROWS)
             raise ValueError("crash mid-write")
     assert target.is_file() and _leftovers(tmp_path) == ["sentences.parquet"]
+    empty = tmp_path / "empty.parquet"
+    with ShardedParquetWriter(empty, SENTENCE_TYPES, 3):
+        pass  # no rows: one empty shard keeps the columns
+    assert read_artifact(empty, SENTENCES_SCHEMA).columns == ["doc_id", "sent_id", "text"]
 
 
 def test_a_mixed_or_tampered_shard_folder_is_named_in_one_line(tmp_path):

@@ -117,7 +117,7 @@ def split_sentences(
 
 @dataclass
 class DocumentSentences:
-    """One document's kept sentences and what was dropped from it, for a shard split apart from the others."""
+    """One document's kept sentences and what was dropped from it, when a batch is split on its own."""
 
     sentences: list[str] = field(default_factory=list)
     words: int = 0

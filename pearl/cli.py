@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import os
 import signal
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated
@@ -46,7 +48,18 @@ class Terminated(BaseException):
 
 
 def _raise_terminated(signum, frame) -> None:
+    if _in_finaliser(frame):  # Python prints and drops an exception raised in __del__: deliver the signal again
+        threading.Timer(0.05, os.kill, (os.getpid(), signum)).start()
+        return
     raise Terminated
+
+
+def _in_finaliser(frame) -> bool:
+    while frame is not None:
+        if frame.f_code.co_name == "__del__":
+            return True
+        frame = frame.f_back
+    return False
 
 
 @contextlib.contextmanager

@@ -1,3 +1,4 @@
+import pytest
 from typer.testing import CliRunner
 
 from pearl.cli import app
@@ -31,3 +32,25 @@ def test_missing_upstream_artifact_names_the_stage(tmp_path, monkeypatch):
     result = runner.invoke(app, ["typing", "--params", str(ROOT / "params.yaml")])
     assert result.exit_code == 1
     assert "data/phrases/phrases.parquet is missing: run `dvc repro parse` first" in result.output
+
+
+def test_a_sigterm_that_lands_in_a_finaliser_is_delivered_again(monkeypatch):
+    """An exception raised in __del__ is printed and dropped, which once let a SIGTERMed stage finish."""
+    import signal
+    import sys
+    import time
+
+    from pearl import cli
+
+    sent = []
+    monkeypatch.setattr(cli.os, "kill", lambda pid, signum: sent.append(signum))
+
+    class Finalised:
+        def __del__(self):
+            cli._raise_terminated(signal.SIGTERM, sys._getframe())
+
+    Finalised()  # its __del__ runs here
+    time.sleep(0.3)
+    assert sent == [signal.SIGTERM]
+    with pytest.raises(cli.Terminated):
+        cli._raise_terminated(signal.SIGTERM, sys._getframe())

@@ -41,8 +41,9 @@ def _import_ray():
 
 
 @contextlib.contextmanager
-def ray_session(p: RayParams) -> Iterator[None]:
-    """Start a Ray on this machine (`ray.address` null) or join a running cluster, for one stage."""
+def ray_session(p: RayParams) -> Iterator[RayRun]:
+    """Start a Ray on this machine (`ray.address` null) or join a running cluster, for one stage; the
+    RayRun gathers where and how long its actors worked."""
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # Ray otherwise reports usage over the network
     ray = _import_ray()
     if p.address is None:
@@ -60,7 +61,7 @@ def ray_session(p: RayParams) -> Iterator[None]:
     log.info("Ray %s: %d node(s), %g CPU, %g GPU", "started here" if p.address is None else f"at {p.address}",
              len([n for n in ray.nodes() if n["Alive"]]), resources.get("CPU", 0), resources.get("GPU", 0))
     try:
-        yield
+        yield RayRun()
     finally:
         ray.shutdown()
 

@@ -99,6 +99,22 @@ def test_blocking_finds_the_true_top_k(inverted_file, monkeypatch):
     assert recall_at_k(found, brute_force_top_k(queries, phrases, settings)) >= 0.95  # the target
 
 
+def test_the_searcher_actor_finds_what_the_driver_finds_in_a_copy_of_the_index(monkeypatch):
+    import faiss
+    import pyarrow as pa
+
+    monkeypatch.setattr(candidates, "_EXACT_BELOW", 0)  # the IVF index, whose nprobe must survive the copy
+
+    def in_the_actor(index, vectors, m):  # what engine: ray sends: the serialised index, vectors as Arrow
+        searcher = candidates.NeighbourSearcher(faiss.serialize_index(index), m, 1)
+        out = searcher.process(pa.table({"vector": pa.FixedSizeListArray.from_arrays(vectors.ravel(), vectors.shape[1])}))
+        return out["found"].combine_chunks().flatten().to_numpy().reshape(len(vectors), m)
+
+    phrases = _generated_phrases(600)
+    for local, actor in zip(mine_candidates(phrases, SETTINGS), mine_candidates(phrases, SETTINGS, neighbours=in_the_actor)):
+        np.testing.assert_array_equal(local, actor)
+
+
 def test_recall_counts_ties_at_the_kth_score():
     assert recall_at_k([np.array([0.9, 0.8])], [np.array([0.9, 0.8])]) == 1.0
     assert recall_at_k([np.array([0.9, 0.7])], [np.array([0.9, 0.8])]) == 0.5

@@ -76,8 +76,7 @@ def run(params: Params, output: Path = OUTPUT, metrics: Path = METRICS) -> dict:
     if params.engine == "ray":
         log.info("splitting sentences on Ray, %d actor(s), %d documents per batch", params.ray.corpus.workers,
                  params.ray.corpus.batch_size)
-        ray_run = RayRun()
-        with ray_session(params.ray):
+        with ray_session(params.ray) as ray_run:
             _write(sentences_on_ray(params, counts, ray_run), ShardedParquetWriter(output, SCHEMA, params.ray.shard_rows),
                    p, counts)
         timing = {**clock.report(log, counts.sentences, "sentences"), **ray_run.metrics()}

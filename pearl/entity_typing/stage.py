@@ -53,8 +53,7 @@ def entity_types_on_ray(params: Params, texts: list[str], source: Path) -> tuple
     the actors worked."""
     found: dict[str, str] = {}
     descriptions: set[str] = set()
-    run = RayRun()
-    with ray_session(params.ray):
+    with ray_session(params.ray) as run:
         rows = pa.table({"phrase": pa.array(texts, pa.string())})
         for typed in map_with_actors(rows, PhraseTyper, (params,), params.ray.typing, "typing", str(source), run):
             found.update(zip(typed["phrase"].to_pylist(), typed["ent_type"].to_pylist()))

@@ -27,7 +27,8 @@ exactly (rapidfuzz `cpdist`, all threads):
   `block_top_m` nearest neighbours by cosine through a faiss inverted-file index with 8-bit
   codes (`block_nprobe` of 4·√n cells visited; exact search below 50K phrases).
 Recall against brute force at 10K–1M phrases: benchmarks/mine_candidates.py. Under `engine: ray`
-the blocking stays on the driver and Ray actors score the pairs (PairScorer).
+Ray actors search the character index (NeighbourSearcher, the larger part of the blocking) and
+score the pairs (PairScorer); the shared-word join and the index build stay on the driver.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ log = get_logger("candidates")
 
 _CHUNK = 2_000_000
 _EXACT_BELOW = 50_000
+SEARCH_ROWS = 65_536  # queries per faiss search call, on the driver or in an actor alike
 # above this many words, only subsets of 1-2 words and the set less one word are keys (2^n grows fast)
 _ALL_SUBSETS_UP_TO = 8
 
@@ -181,7 +183,16 @@ def character_vectors(phrases: list[str], dim: int, seed: int) -> np.ndarray:
     return vectors
 
 
-def character_neighbour_pairs(phrases: list[str], settings: CandidateSettings) -> tuple[np.ndarray, np.ndarray]:
+Neighbours = Callable[["faiss.Index", np.ndarray, int], np.ndarray]  # (index, queries, m) → ids, n × m
+
+
+def search_in_chunks(index: "faiss.Index", vectors: np.ndarray, m: int) -> np.ndarray:
+    return np.vstack([index.search(vectors[start:start + SEARCH_ROWS], m)[1]
+                      for start in range(0, len(vectors), SEARCH_ROWS)])
+
+
+def character_neighbour_pairs(phrases: list[str], settings: CandidateSettings,
+                              neighbours: Neighbours = search_in_chunks) -> tuple[np.ndarray, np.ndarray]:
     """(row, col) of each phrase's block_top_m nearest others by character-vector cosine."""
     import faiss
 
@@ -202,25 +213,21 @@ def character_neighbour_pairs(phrases: list[str], settings: CandidateSettings) -
         index.nprobe = settings.block_nprobe
     index.add(vectors)
     m = min(settings.block_top_m + 1, n)
-    rows, cols = [], []
-    for start in range(0, n, 65_536):
-        _, found = index.search(vectors[start:start + 65_536], m)
-        r = np.repeat(np.arange(start, start + len(found)), m)
-        c = found.ravel()
-        keep = (c >= 0) & (c != r)
-        rows.append(r[keep])
-        cols.append(c[keep])
-    return np.concatenate(rows), np.concatenate(cols)
+    found = neighbours(index, vectors, m)
+    rows, cols = np.repeat(np.arange(n), m), found.ravel()
+    keep = (cols >= 0) & (cols != rows)
+    return rows[keep], cols[keep]
 
 
-def blocked_pairs(phrases: list[str], settings: CandidateSettings) -> tuple[np.ndarray, np.ndarray]:
+def blocked_pairs(phrases: list[str], settings: CandidateSettings,
+                  neighbours: Neighbours = search_in_chunks) -> tuple[np.ndarray, np.ndarray]:
     """Distinct (row, col) pairs proposed by the shared-word and character channels."""
     n = len(phrases)
     clock = Stopwatch()
     r1, c1 = shared_word_pairs(phrases, min(1.0, settings.min_edit_sim / 0.95), settings.block_key_cap)
     log.info("shared words: %d pairs in %.1f s", len(r1), clock.seconds)
     clock = Stopwatch()
-    r2, c2 = character_neighbour_pairs(phrases, settings)
+    r2, c2 = character_neighbour_pairs(phrases, settings, neighbours)
     log.info("character neighbours: %d pairs in %.1f s", len(r2), clock.seconds)
     clock = Stopwatch()
     pairs = np.sort(np.concatenate([r1, r2]) * n + np.concatenate([c1, c2]))
@@ -253,16 +260,34 @@ class PairScorer(RowActor):
         return pa.table({"score": score_indexed_pairs(self.texts, rows, cols, self.scorer, self.threads, self.cutoff)})
 
 
+class NeighbourSearcher(RowActor):
+    """A Ray actor (`engine: ray`): holds the character index once (faiss-serialised); a batch of
+    character vectors in, each one's m nearest rows out, on `threads` threads."""
+
+    def __init__(self, index: np.ndarray, m: int, threads: int):
+        import faiss
+
+        faiss.omp_set_num_threads(threads)
+        self.index, self.m = faiss.deserialize_index(index), m
+
+    def process(self, batch: pa.Table) -> pa.Table:
+        vectors = batch["vector"].combine_chunks().flatten().to_numpy().reshape(batch.num_rows, -1)
+        _, found = self.index.search(vectors, self.m)
+        return pa.table({"found": pa.FixedSizeListArray.from_arrays(found.ravel(), self.m)})
+
+
 PairScores = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
 
 
-def mine_candidates(phrases: list[str], settings: CandidateSettings, score: PairScores | None = None):
+def mine_candidates(phrases: list[str], settings: CandidateSettings, score: PairScores | None = None,
+                    neighbours: Neighbours = search_in_chunks):
     """(phrase index, candidate index, edit_sim) of every phrase's top-k edit-similar others.
-    `score(texts, rows, cols)` scores the blocked pairs; by default score_indexed_pairs on all threads."""
+    `score(texts, rows, cols)` scores the blocked pairs, by default score_indexed_pairs on all
+    threads; `neighbours` searches the character index."""
     if len(phrases) < 2:
         empty = np.array([], dtype=np.int64)
         return empty, empty, np.array([], dtype=np.float32)
-    rows, cols = blocked_pairs(phrases, settings)
+    rows, cols = blocked_pairs(phrases, settings, neighbours)
     texts = np.asarray(phrases, dtype=object)
     if score is None:
         scores = score_indexed_pairs(texts, rows, cols, settings.scorer, settings.n_threads, settings.min_edit_sim)

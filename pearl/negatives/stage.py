@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -12,7 +13,8 @@ import pyarrow as pa
 from pearl.artifacts import CANDIDATES_SCHEMA, TYPED_PHRASES_SCHEMA, read_artifact, write_json, write_meta, write_parquet
 from pearl.device import resolve_device
 from pearl.log import Stopwatch, get_logger
-from pearl.negatives.candidates import CandidateSettings, PairScorer, mine_candidates
+from pearl.negatives.candidates import (SEARCH_ROWS, CandidateSettings, NeighbourSearcher, PairScorer,
+                                        mine_candidates)
 from pearl.negatives.hard_negatives import hard_negative_mask
 from pearl.params import Params
 from pearl.ray_engine import RayRun, ray_session, stream_through_actors
@@ -43,17 +45,34 @@ def pair_scores_on_ray(params: Params, settings: CandidateSettings, texts: np.nd
     return np.concatenate(scored) if scored else np.zeros(0, dtype=np.float32)
 
 
+def neighbours_on_ray(params: Params, source: str, run: RayRun):
+    """A `Neighbours` for mine_candidates: Ray actors that each hold the faiss index once search the
+    driver's chunks of queries, so they find what search_in_chunks finds."""
+    def search(index, vectors: np.ndarray, m: int) -> np.ndarray:
+        import faiss
+
+        stage = replace(params.ray.candidates, batch_size=SEARCH_ROWS)
+        queries = pa.table({"vector": pa.FixedSizeListArray.from_arrays(vectors.ravel(), vectors.shape[1])})
+        searcher = (faiss.serialize_index(index), m, max(1, int(stage.cpus_per_worker)))
+        return np.vstack([out["found"].combine_chunks().flatten().to_numpy().reshape(out.num_rows, m)
+                          for out in stream_through_actors(queries, NeighbourSearcher, searcher, stage, "candidates",
+                                                           source, run)])
+
+    return search
+
+
 def run_candidates(params: Params, source: Path = PHRASES, output: Path = CANDIDATES,
                    metrics: Path = Path("metrics/candidates.json")) -> dict:
     phrases = read_artifact(source, TYPED_PHRASES_SCHEMA)["phrase"].to_list()
     settings = candidate_settings(params)
     clock = Stopwatch()
     if params.engine == "ray":
-        log.info("scoring the blocked pairs on Ray, %d actor(s)", params.ray.candidates.workers)
-        ray_run = RayRun()
-        with ray_session(params.ray):
-            rows, cols, scores = mine_candidates(phrases, settings, lambda texts, r, c: pair_scores_on_ray(
-                params, settings, texts, r, c, str(source), ray_run))
+        log.info("searching character neighbours and scoring the blocked pairs on Ray, %d actor(s)",
+                 params.ray.candidates.workers)
+        with ray_session(params.ray) as ray_run:
+            rows, cols, scores = mine_candidates(
+                phrases, settings, lambda texts, r, c: pair_scores_on_ray(params, settings, texts, r, c, str(source), ray_run),
+                neighbours_on_ray(params, str(source), ray_run))
         timing = {**clock.report(log, len(phrases), "phrases"), **ray_run.metrics()}
     else:
         rows, cols, scores = mine_candidates(phrases, settings)

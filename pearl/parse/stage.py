@@ -57,8 +57,7 @@ def count_phrases(p: ParseParams, texts: list[str]) -> Counter:
 def count_phrases_on_ray(params: Params, texts: list[str], source: Path) -> tuple[Counter, RayRun]:
     """What count_phrases gives, from a pool of Ray actors; and where and how long they worked."""
     total: Counter = Counter()
-    run = RayRun()
-    with ray_session(params.ray):
+    with ray_session(params.ray) as run:
         rows = pa.table({"text": pa.array(texts, pa.string())})
         for counts in map_with_actors(rows, PhraseCounter, (params.parse,), params.ray.parse, "parse", str(source), run):
             # one output batch may join several actors' outputs, so a key can repeat within it

@@ -80,8 +80,7 @@ def encode_on_ray(params: Params, texts: list[str], source: str) -> tuple[np.nda
     rows = pa.table({"text": pa.array([texts[i] for i in order], pa.string())})
     position = {text: i for i, text in enumerate(texts)}
     matrix = None
-    run = RayRun()
-    with ray_session(params.ray):
+    with ray_session(params.ray) as run:
         for out in map_with_actors(rows, TeacherEncoder, (params,), params.ray.teacher, "teacher", source, run):
             vectors = out["vector"].combine_chunks().flatten().to_numpy().reshape(out.num_rows, -1)
             if matrix is None:

@@ -14,6 +14,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from pearl.artifacts import ShardedParquetWriter
 from tests.reliability.conftest import replace
 
 
@@ -53,6 +54,18 @@ def corrupt_middle_row_group(path: Path, table: pa.Table) -> None:
 def long_text_table(column: str, rows: int = 300) -> pa.Table:
     return pa.table({"doc_id": [f"d{i}" for i in range(rows)], "sent_id": pa.array(range(rows), pa.int32()),
                      column: [f"This is sentence number {i} of the document about the capital of France." for i in range(rows)]})
+
+
+def sharded(relative: str, tamper: Callable[[Path], None]) -> Callable[[Path], None]:
+    """Rewrite a Parquet artifact as `engine: ray` writes it (three shards and a manifest), then tamper with it."""
+    def breaks(root: Path) -> None:
+        path = root / relative
+        table = pq.read_table(path)
+        with ShardedParquetWriter(path, table.schema, shard_rows=table.num_rows // 3 + 1) as writer:
+            writer.write(table.to_pydict())
+        tamper(path)
+
+    return breaks
 
 
 def edit_text(relative: str, change: Callable[[str], str]) -> Callable[[Path], None]:
@@ -138,6 +151,14 @@ CASES = [
          lambda root: corrupt_middle_row_group(root / "data/corpus/sentences.parquet", long_text_table("text"))),
     Case("sentences.parquet not Parquet at all", ("parse",), "not a readable Parquet file",
          write("data/corpus/sentences.parquet", b"PAR1 not really")),
+    Case("sentences.parquet as shards: one changed after its manifest", ("parse",),
+         "part-00001.parquet does not match the hash in manifest.json",
+         sharded("data/corpus/sentences.parquet",
+                 lambda folder: pq.write_table(long_text_table("text"), folder / "part-00001.parquet"))),
+    Case("sentences.parquet as shards: one listed but missing", ("parse",), "part-00002.parquet listed but missing",
+         sharded("data/corpus/sentences.parquet", lambda folder: (folder / "part-00002.parquet").unlink())),
+    Case("sentences.parquet as shards: the manifest missing", ("parse",), "is a folder without manifest.json",
+         sharded("data/corpus/sentences.parquet", lambda folder: (folder / "manifest.json").unlink())),
     Case("sentences.parquet: sent_id of the wrong type", ("parse",), "column sent_id has type String, expected int",
          edit_parquet("data/corpus/sentences.parquet", lambda df: df.with_columns(pl.col("sent_id").cast(pl.String)))),
     Case("sentences.parquet: 0 rows", ("parse",), "sentences.parquet holds no sentences",

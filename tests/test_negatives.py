@@ -90,7 +90,7 @@ def test_shared_word_cap_keeps_the_closest_phrases():
 @pytest.mark.parametrize("inverted_file", [False, True])
 def test_blocking_finds_the_true_top_k(inverted_file, monkeypatch):
     if inverted_file:  # the faiss IVF path that sets of 50K phrases and more take
-        monkeypatch.setattr(candidates, "_EXACT_BELOW", 0)
+        monkeypatch.setattr(candidates, "EXACT_BELOW", 0)
     phrases = _generated_phrases(600)
     settings = dataclasses.replace(SETTINGS, top_k=5)
     rows, cols, scores = mine_candidates(phrases, settings)
@@ -103,7 +103,7 @@ def test_the_searcher_actor_finds_what_the_driver_finds_in_a_copy_of_the_index(m
     import faiss
     import pyarrow as pa
 
-    monkeypatch.setattr(candidates, "_EXACT_BELOW", 0)  # the IVF index, whose nprobe must survive the copy
+    monkeypatch.setattr(candidates, "EXACT_BELOW", 0)  # the IVF index, whose nprobe must survive the copy
 
     def in_the_actor(index, vectors, m):  # what engine: ray sends: the serialised index, vectors as Arrow
         searcher = candidates.NeighbourSearcher(faiss.serialize_index(index), m, 1)

@@ -89,10 +89,14 @@ def test_the_teacher_on_ray_writes_the_local_engines_vectors_bit_for_bit(make_pa
 
 
 @pytest.mark.slow
-def test_candidate_pairs_scored_on_ray_give_the_local_engines_bytes(make_params, tmp_path):
+@pytest.mark.parametrize("search_on_ray", [False, True])
+def test_candidate_pairs_scored_on_ray_give_the_local_engines_bytes(search_on_ray, make_params, tmp_path, monkeypatch):
+    from pearl.negatives import candidates
     from pearl.negatives import stage as negatives_stage
     from tests.test_negatives import NYT_SET
 
+    if search_on_ray:  # the inverted-file index and its search on actors, that 50K phrases and more take
+        monkeypatch.setattr(candidates, "EXACT_BELOW", 0)
     phrases = tmp_path / "phrases.parquet"
     texts = NYT_SET + [f"{p} {i}" for i, p in enumerate(NYT_SET)]
     pl.DataFrame({"phrase": texts, "label_id": [0] * len(texts)}).write_parquet(phrases)

@@ -27,8 +27,9 @@ exactly (rapidfuzz `cpdist`, all threads):
   `block_top_m` nearest neighbours by cosine through a faiss inverted-file index with 8-bit
   codes (`block_nprobe` of 4·√n cells visited; exact search below 50K phrases).
 Recall against brute force at 10K–1M phrases: benchmarks/mine_candidates.py. Under `engine: ray`
-Ray actors search the character index (NeighbourSearcher, the larger part of the blocking) and
-score the pairs (PairScorer); the shared-word join and the index build stay on the driver.
+Ray actors search the character index from 50K phrases on (NeighbourSearcher, the larger part of
+the blocking; below, the exact search takes about a second on the driver) and score the pairs
+(PairScorer); the shared-word join and the index build stay on the driver.
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ from pearl.ray_engine import RowActor
 log = get_logger("candidates")
 
 _CHUNK = 2_000_000
-_EXACT_BELOW = 50_000
+EXACT_BELOW = 50_000
 SEARCH_ROWS = 65_536  # queries per faiss search call, on the driver or in an actor alike
 # above this many words, only subsets of 1-2 words and the set less one word are keys (2^n grows fast)
 _ALL_SUBSETS_UP_TO = 8
@@ -199,7 +200,7 @@ def character_neighbour_pairs(phrases: list[str], settings: CandidateSettings,
     faiss.omp_set_num_threads(settings.n_threads)
     vectors = character_vectors(phrases, settings.block_dim, settings.seed)
     n, dim = vectors.shape
-    if n < _EXACT_BELOW:
+    if n < EXACT_BELOW:
         index = faiss.IndexFlatIP(dim)
     else:
         cells = int(4 * math.sqrt(n))

@@ -13,8 +13,9 @@ import pyarrow as pa
 from pearl.artifacts import CANDIDATES_SCHEMA, TYPED_PHRASES_SCHEMA, read_artifact, write_json, write_meta, write_parquet
 from pearl.device import resolve_device
 from pearl.log import Stopwatch, get_logger
+from pearl.negatives import candidates as mining
 from pearl.negatives.candidates import (SEARCH_ROWS, CandidateSettings, NeighbourSearcher, PairScorer,
-                                        mine_candidates)
+                                        mine_candidates, search_in_chunks)
 from pearl.negatives.hard_negatives import hard_negative_mask
 from pearl.params import Params
 from pearl.ray_engine import RayRun, ray_session, stream_through_actors
@@ -67,12 +68,13 @@ def run_candidates(params: Params, source: Path = PHRASES, output: Path = CANDID
     settings = candidate_settings(params)
     clock = Stopwatch()
     if params.engine == "ray":
-        log.info("searching character neighbours and scoring the blocked pairs on Ray, %d actor(s)",
-                 params.ray.candidates.workers)
+        log.info("scoring the blocked pairs on Ray, %d actor(s)", params.ray.candidates.workers)
         with ray_session(params.ray) as ray_run:
+            # below the cut the search is exact and takes about a second: less than starting its actors
+            search = neighbours_on_ray(params, str(source), ray_run) if len(phrases) >= mining.EXACT_BELOW else search_in_chunks
             rows, cols, scores = mine_candidates(
                 phrases, settings, lambda texts, r, c: pair_scores_on_ray(params, settings, texts, r, c, str(source), ray_run),
-                neighbours_on_ray(params, str(source), ray_run))
+                search)
         timing = {**clock.report(log, len(phrases), "phrases"), **ray_run.metrics()}
     else:
         rows, cols, scores = mine_candidates(phrases, settings)

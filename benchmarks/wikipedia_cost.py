@@ -4,11 +4,12 @@ Each stage runs on a slice of the offline data in a fresh process pinned to 1 co
 (os.sched_setaffinity), side by side in one run, and its rate leaves start-up out (Ray, pools,
 loading models): on 1 core a stage runs locally in one process, on the slice and on its first half,
 and its rate is that of the second half (items / extra seconds): the per-core rate. On 2 cores it
-runs with 2 workers of the mechanism that spreads it over a cluster: parse and typing as 2 Ray
-actors (`engine: ray`; items / the actors' busy window, `ray_busy_seconds`, from the first batch
-started to the last one ended), candidates with 2 threads (negatives.n_threads; second half, as
+runs with 2 workers of the mechanism that spreads it over a cluster: corpus, parse, typing and the
+teacher as 2 Ray actors (`engine: ray`; items / the actors' busy window, `ray_busy_seconds`, from the
+first batch started to the last one ended), candidates with 2 threads (negatives.n_threads; second half, as
 on 1 core). augment has no such mechanism yet: its row assumes linear scaling, unmeasured.
 
+- corpus (sentence splitting of the offline leads, `corpus.max_docs` documents): sentences/s;
 - parse (spaCy dependency constituents): sentences/s;
 - typing with spaCy's OntoNotes NER, and with the transformers NER on CPU: phrases/s. The paper's
   DeBERTa-v3-large (tner/deberta-v3-large-ontonotes5) is not reachable here, so the second is a
@@ -17,11 +18,13 @@ on 1 core). augment has no such mechanism yet: its row assumes linear scaling, u
 - augment (all three levels): phrases/s. FastText is trained on the same sentences in both runs,
   so its cost cancels out too: on Wikipedia, use pre-trained vectors (augment.fasttext_path), as
   the paper does;
-- candidates (blocking and edit-distance mining): phrases/s.
+- candidates (blocking and edit-distance mining): phrases/s;
+- teacher (model.teacher, all-mpnet-base-v2, encoding each phrase once): phrases/s.
 
 Wikipedia is taken as 150M sentences and the paper's 3.8M phrases (those kept at freq >= 2: what
 typing, augment and mining see). Core-hours = items / rate at 1 core; wall time on N cores assumes
-each stage keeps the 1→2-worker efficiency measured here (at most linear). Run `dvc repro typing` first.
+each stage keeps the 1→2-worker efficiency measured here (at most linear). Run
+`dvc repro typing augment candidates` first.
 
     python benchmarks/wikipedia_cost.py
 """
@@ -73,20 +76,27 @@ def measure(job: tuple[str, int, dict, dict]) -> dict:
 
     torch.set_num_threads(cores)
     from pearl.augment import stage as augment
+    from pearl.corpus import stage as corpus
     from pearl.entity_typing import stage as typing
     from pearl.negatives import stage as negatives
     from pearl.params import load_params
     from pearl.parse import stage as parse
+    from pearl.teacher import stage as teacher
 
     params = load_params("params.yaml", overrides)
     out = Path(paths["out"])
-    if name == "parse":
+    if name == "corpus":
+        corpus.run(params, output=out / "s.parquet", metrics=out / "m.json")
+    elif name == "parse":
         parse.run(params, source=paths["sentences"], output=out / "p.parquet", metrics=out / "m.json")
     elif name.startswith("typing"):
         typing.run(params, source=paths["phrases"], output=out / "t.parquet", metrics=out / "m.json")
     elif name == "augment":
         augment.run(params, source=paths["phrases"], sentences=paths["sentences"], output=out / "a.parquet",
                     metrics=out / "m.json")
+    elif name.startswith("teacher"):
+        teacher.run(params, phrases=paths["phrases"], candidates=paths["candidates"], variants=paths["variants"],
+                    output=out / "v.parquet", metrics=out / "m.json")
     else:
         negatives.run_candidates(params, source=paths["phrases"], output=out / "c.parquet", metrics=out / "m.json")
     return json.loads((out / "m.json").read_text())
@@ -97,6 +107,8 @@ def main() -> None:
     parser.add_argument("--sentences", type=int, default=20_000, help="parse slice (and half of it)")
     parser.add_argument("--phrases", type=int, default=20_000, help="typing (spaCy), augment and candidates slice")
     parser.add_argument("--deberta-phrases", type=int, default=512, help="typing (transformers) slice")
+    parser.add_argument("--docs", type=int, default=10_000, help="corpus slice: documents (and half of them)")
+    parser.add_argument("--teacher-phrases", type=int, default=2_000, help="teacher slice")
     args = parser.parse_args()
     if len(os.sched_getaffinity(0)) < 2:
         raise SystemExit("needs 2 cores")
@@ -107,47 +119,64 @@ def main() -> None:
         typed = pl.read_parquet("data/typed/phrases.parquet").sample(args.phrases, seed=0).sort("phrase")
         slices = {}  # (items, count) → file: a slice and its first half
         for unit, table, count in (("sentences", sentences, args.sentences), ("phrases", typed, args.phrases),
-                                   ("phrases", typed, args.deberta_phrases)):
+                                   ("phrases", typed, args.deberta_phrases), ("phrases", typed, args.teacher_phrases)):
             for n in (count // 2, count):
                 slices[unit, n] = scratch / f"{unit}-{n}.parquet"
                 table.head(n).write_parquet(slices[unit, n])
+        # the teacher's other inputs, empty: at the default they add no text to the phrases
+        no_candidates, no_variants = scratch / "candidates.parquet", scratch / "variants.parquet"
+        pl.read_parquet("data/negatives/candidates.parquet").head(0).write_parquet(no_candidates)
+        pl.read_parquet("data/augment/variants.parquet").head(0).write_parquet(no_variants)
         deberta = deberta_large_shaped(scratch / "deberta")
-        on_ray = {"engine": "ray", "ray.num_cpus": 2, "ray.parse.workers": 2, "ray.typing.workers": 2}
+        on_ray = {"engine": "ray", "ray.num_cpus": 2, "ray.corpus.workers": 2, "ray.parse.workers": 2,
+                  "ray.typing.workers": 2, "ray.teacher.workers": 2}
         deberta_params = {"typing.backend": "transformers", "typing.hf_model": str(deberta), "typing.batch_size": 32,
                           "ray.typing.batch_size": 32, "base.device": "cpu"}
         stages = {  # name → (items, count, overrides, 2-worker overrides or None)
+            "corpus": ("sentences", args.docs, {}, on_ray),  # a slice of documents, its rate in sentences
             "parse": ("sentences", args.sentences, {}, on_ray),
             "typing, spaCy NER": ("phrases", args.phrases, {}, on_ray),
             "typing, DeBERTa-v3-large-shaped NER on CPU": ("phrases", args.deberta_phrases, deberta_params, on_ray),
             "augment": ("phrases", args.phrases, {}, None),
             "candidates (mining)": ("phrases", args.phrases, {}, {"negatives.n_threads": 2}),
+            # one teacher batch per actor call: the actor that loads its model first takes more of them
+            "teacher, all-mpnet-base-v2 on CPU": ("phrases", args.teacher_phrases,
+                                                  {"base.device": "cpu", "ray.teacher.batch_size": 256}, on_ray),
         }
         one_worker = {"engine": "local", "parse.n_process": 1, "negatives.n_threads": 1}
         rates = {}
         context = multiprocessing.get_context("spawn")
 
-        def run(name: str, unit: str, n: int, cores: int, overrides: dict) -> dict:
+        def run(name: str, unit: str, n: int, cores: int, overrides: dict) -> tuple[int, dict]:
+            """The items the run handled, and its metrics."""
             out = scratch / f"{len(rates)}-{cores}-{n}"
             out.mkdir()
-            paths = {"sentences": str(slices["sentences", n if unit == "sentences" else args.sentences]),
-                     "phrases": str(slices["phrases", n]), "out": str(out)}
+            if name == "corpus":
+                overrides = {**overrides, "corpus.max_docs": n}
+                paths = {"out": str(out)}
+            else:
+                paths = {"sentences": str(slices["sentences", n if unit == "sentences" else args.sentences]),
+                         "phrases": str(slices["phrases", n]), "candidates": str(no_candidates),
+                         "variants": str(no_variants), "out": str(out)}
             # a fresh (non-daemonic: parse starts its own pool) process per run: nothing carried over
             with ProcessPoolExecutor(1, mp_context=context) as pool:
-                return pool.submit(measure, (name, cores, overrides, paths)).result()
+                metrics = pool.submit(measure, (name, cores, overrides, paths)).result()
+            return (metrics["sentences"] if name == "corpus" else n), metrics
 
         for name, (unit, count, overrides, two_workers) in stages.items():
             for cores, workers in ((1, one_worker), (2, two_workers)):
                 if workers is None:
                     continue
                 if workers.get("engine") == "ray":
-                    metrics = run(name, unit, count, cores, {**overrides, **workers})
-                    rates[name, cores] = count / metrics["ray_busy_seconds"]
+                    items, metrics = run(name, unit, count, cores, {**overrides, **workers})
+                    rates[name, cores] = items / metrics["ray_busy_seconds"]
                     continue
-                half, whole = (run(name, unit, n, cores, {**overrides, **workers})["seconds"]
-                               for n in (count // 2, count))
+                (half_items, half), (whole_items, whole) = (
+                    (items, metrics["seconds"]) for items, metrics in
+                    (run(name, unit, n, cores, {**overrides, **workers}) for n in (count // 2, count)))
                 if whole <= half:
                     raise SystemExit(f"{name}: the whole slice took no longer than its half; use larger slices")
-                rates[name, cores] = (count - count // 2) / (whole - half)
+                rates[name, cores] = (whole_items - half_items) / (whole - half)
 
     print(f"\nRates without start-up on {os.cpu_count()} cores; "
           f"Wikipedia = {WIKIPEDIA['sentences'] / 1e6:.0f}M sentences, {WIKIPEDIA['phrases'] / 1e6:.1f}M phrases\n")

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from pearl.errors import PearlError
+from pearl.errors import MissingModelError, PearlError
 from pearl.labels import ENTITY_TYPES, LABELS, LEX_TYPES
 from pearl.model.export import SHIPPED, TYPE_HEAD, export_sentence_transformer, is_pearl_export, load
 from pearl.model.phrase_model import ModelConfig, PhraseModel
@@ -163,6 +163,6 @@ def test_predict_types_needs_a_pearl_export(export, tiny_encoder, tmp_path):
     headless = _copy(export, tmp_path / "headless")
     (headless / TYPE_HEAD).unlink()
     for directory in (tiny_encoder, headless, tmp_path / "missing"):
-        with pytest.raises(PearlError, match="phrase types need a PEARL export") as error:
+        with pytest.raises(MissingModelError, match="phrase types need a PEARL export") as error:
             predict_types(directory, ["new york"])
         assert "\n" not in str(error.value)

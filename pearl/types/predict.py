@@ -9,7 +9,7 @@ from pathlib import Path
 import polars as pl
 import torch
 
-from pearl.errors import PearlError
+from pearl.errors import MissingModelError, PearlError
 from pearl.model.export import TYPE_HEAD, is_pearl_export, load
 from pearl.model.phrase_model import CONFIG
 
@@ -54,7 +54,7 @@ def _type_head(path: Path) -> tuple[torch.nn.Linear, list[str], float]:
     from safetensors.torch import load_file
 
     if not is_pearl_export(path) or not (path / TYPE_HEAD).is_file():
-        raise PearlError(f"{path}: no type head ({TYPE_HEAD}); phrase types need a PEARL export "
+        raise MissingModelError(f"{path}: no type head ({TYPE_HEAD}); phrase types need a PEARL export "
                          "written by `dvc repro average`")
     config = json.loads((path / CONFIG).read_text(encoding="utf-8"))
     weights = load_file(path / TYPE_HEAD)

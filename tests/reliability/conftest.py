@@ -183,3 +183,10 @@ def project(tmp_path_factory) -> Project:
         assert result.returncode == 0, f"{stage}: {result.stderr[-3000:]}"
     assert connections(root) == [], "the default pipeline tried to reach the network"
     return Project(root)
+
+
+def pytest_collection_modifyitems(items):
+    """Under pytest-xdist's loadgroup, the tests that use `project` run on one worker, which builds it once."""
+    for item in items:
+        if "project" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("reliability-project"))

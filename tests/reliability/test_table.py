@@ -1,4 +1,5 @@
-"""The README's Reliability table is the one the suite's cases make, and every row names a test that exists."""
+"""The README's Reliability table is the one the suite's cases make; every row names a test that exists, and
+every test has a row."""
 
 import importlib
 
@@ -16,3 +17,14 @@ def test_every_scenario_row_names_a_test():
     for *_, test in SCENARIOS:
         module, function = test.split("::")
         assert hasattr(importlib.import_module(f"tests.reliability.{module.removesuffix('.py')}"), function), test
+
+
+def test_every_reliability_test_has_a_row():
+    named = {test for *_, test in SCENARIOS}
+    for path in sorted((ROOT / "tests" / "reliability").glob("test_*.py")):
+        if path.name in ("test_table.py", "test_bad_inputs.py"):  # test_bad_inputs runs the CASES, a row each
+            continue
+        module = importlib.import_module(f"tests.reliability.{path.stem}")
+        for name in dir(module):
+            if name.startswith("test_") and callable(getattr(module, name)):
+                assert f"{path.name}::{name}" in named, f"{path.name}::{name} has no row in tests/reliability/table.py"

@@ -6,8 +6,8 @@
 - Ray with 2 actors per stage on two loopback nodes of 1 CPU each (`ray start`, 127.0.0.1).
 
 Every run must write what the local 1-core run writes: the same sentences in the same order
-(Ray writes them as shards), and the same bytes for phrases, typed phrases, candidates and teacher
-vectors; the two-node run must have used both nodes in every stage (`ray_nodes`). A stage's
+(Ray writes them as shards), and the same bytes for phrases, typed phrases, variants, candidates
+and teacher vectors; the two-node run must have used both nodes in every stage (`ray_nodes`). A stage's
 seconds include its start-up (Ray, the actors and their models; the local pool and its models),
 as `dvc repro` pays it. The teacher encodes a slice of the phrases (`--teacher-texts`): all-mpnet-base-v2
 takes ~4 min for all of them on 2 cores.
@@ -30,6 +30,7 @@ import polars as pl
 import torch
 
 from pearl.artifacts import SENTENCES_SCHEMA, read_artifact
+from pearl.augment import stage as augment_stage
 from pearl.corpus import stage as corpus_stage
 from pearl.entity_typing import stage as typing_stage
 from pearl.negatives import stage as negatives_stage
@@ -38,9 +39,7 @@ from pearl.parse import stage as parse_stage
 from pearl.teacher import stage as teacher_stage
 
 PORT = 6390
-STAGES = ("corpus", "parse", "typing", "candidates", "teacher")
-UNITS = {"corpus": "sentences_per_s", "parse": "sentences_per_s", "typing": "phrases_per_s",
-         "candidates": "phrases_per_s", "teacher": "texts_per_s"}
+STAGES = ("corpus", "parse", "typing", "augment", "candidates", "teacher")
 
 
 def ray_cli(*args: str) -> None:
@@ -57,11 +56,14 @@ def start_loopback_nodes() -> str:
 
 def run_stages(overrides: dict, folder: Path, teacher_texts: int, threads: int) -> dict:
     params = load_params("params.yaml", overrides)
-    files = {name: folder / f"{name}.parquet" for name in ("sentences", "phrases", "typed", "candidates", "vectors")}
+    files = {name: folder / f"{name}.parquet"
+             for name in ("sentences", "phrases", "typed", "variants", "candidates", "vectors")}
     torch.set_num_threads(threads)
     corpus_stage.run(params, output=files["sentences"], metrics=folder / "corpus.json")
     parse_stage.run(params, source=files["sentences"], output=files["phrases"], metrics=folder / "parse.json")
     typing_stage.run(params, source=files["phrases"], output=files["typed"], metrics=folder / "typing.json")
+    augment_stage.run(params, source=files["typed"], sentences=files["sentences"], output=files["variants"],
+                      metrics=folder / "augment.json")
     negatives_stage.run_candidates(params, source=files["typed"], output=files["candidates"],
                                    metrics=folder / "candidates.json")
     # the teacher's slice: the first phrases, no candidates or variants
@@ -73,7 +75,7 @@ def run_stages(overrides: dict, folder: Path, teacher_texts: int, threads: int) 
                       folder / "teacher.json")
     return {"metrics": {stage: json.loads((folder / f"{stage}.json").read_text()) for stage in STAGES},
             "sentences": read_artifact(files["sentences"], SENTENCES_SCHEMA),
-            "bytes": tuple(files[name].read_bytes() for name in ("phrases", "typed", "candidates", "vectors"))}
+            "bytes": tuple(files[name].read_bytes() for name in ("phrases", "typed", "variants", "candidates", "vectors"))}
 
 
 def on_ray(actors: int) -> dict:

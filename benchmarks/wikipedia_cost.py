@@ -7,7 +7,8 @@ and its rate is that of the second half (items / extra seconds): the per-core ra
 runs with 2 workers of the mechanism that spreads it over a cluster: corpus, parse, typing and the
 teacher as 2 Ray actors (`engine: ray`; items / the actors' busy window, `ray_busy_seconds`, from the
 first batch started to the last one ended), candidates with 2 threads (negatives.n_threads; second half, as
-on 1 core). augment has no such mechanism yet: its row assumes linear scaling, unmeasured.
+on 1 core). augment runs its models (head parse, backbone vectors) on 2 Ray actors and the rest on the
+driver, so its 2-worker rate is the whole stage's (second half, as on 1 core), not the actors'.
 
 - corpus (sentence splitting of the offline leads, `corpus.max_docs` documents): sentences/s;
 - parse (spaCy dependency constituents): sentences/s;
@@ -27,6 +28,7 @@ each stage keeps the 1→2-worker efficiency measured here (at most linear). Run
 `dvc repro typing augment candidates` first.
 
     python benchmarks/wikipedia_cost.py
+    python benchmarks/wikipedia_cost.py --only augment      # one row
 """
 
 from __future__ import annotations
@@ -109,6 +111,8 @@ def main() -> None:
     parser.add_argument("--deberta-phrases", type=int, default=512, help="typing (transformers) slice")
     parser.add_argument("--docs", type=int, default=10_000, help="corpus slice: documents (and half of them)")
     parser.add_argument("--teacher-phrases", type=int, default=2_000, help="teacher slice")
+    parser.add_argument("--only", nargs="+", metavar="STAGE", help="measure only the stages whose name starts so "
+                        "(their rows, without the front half's totals)")
     args = parser.parse_args()
     if len(os.sched_getaffinity(0)) < 2:
         raise SystemExit("needs 2 cores")
@@ -127,22 +131,26 @@ def main() -> None:
         no_candidates, no_variants = scratch / "candidates.parquet", scratch / "variants.parquet"
         pl.read_parquet("data/negatives/candidates.parquet").head(0).write_parquet(no_candidates)
         pl.read_parquet("data/augment/variants.parquet").head(0).write_parquet(no_variants)
-        deberta = deberta_large_shaped(scratch / "deberta")
+        deberta = scratch / "deberta"  # written below when its row is measured
         on_ray = {"engine": "ray", "ray.num_cpus": 2, "ray.corpus.workers": 2, "ray.parse.workers": 2,
-                  "ray.typing.workers": 2, "ray.teacher.workers": 2}
+                  "ray.typing.workers": 2, "ray.augment.workers": 2, "ray.teacher.workers": 2}
         deberta_params = {"typing.backend": "transformers", "typing.hf_model": str(deberta), "typing.batch_size": 32,
                           "ray.typing.batch_size": 32, "base.device": "cpu"}
-        stages = {  # name → (items, count, overrides, 2-worker overrides or None)
+        stages = {  # name → (items, count, overrides, 2-worker overrides)
             "corpus": ("sentences", args.docs, {}, on_ray),  # a slice of documents, its rate in sentences
             "parse": ("sentences", args.sentences, {}, on_ray),
             "typing, spaCy NER": ("phrases", args.phrases, {}, on_ray),
             "typing, DeBERTa-v3-large-shaped NER on CPU": ("phrases", args.deberta_phrases, deberta_params, on_ray),
-            "augment": ("phrases", args.phrases, {}, None),
+            "augment": ("phrases", args.phrases, {}, on_ray),
             "candidates (mining)": ("phrases", args.phrases, {}, {"negatives.n_threads": 2}),
             # one teacher batch per actor call: the actor that loads its model first takes more of them
             "teacher, all-mpnet-base-v2 on CPU": ("phrases", args.teacher_phrases,
                                                   {"base.device": "cpu", "ray.teacher.batch_size": 256}, on_ray),
         }
+        if args.only:
+            stages = {name: stage for name, stage in stages.items() if name.startswith(tuple(args.only))}
+        if any("DeBERTa" in name for name in stages):
+            deberta_large_shaped(deberta)
         one_worker = {"engine": "local", "parse.n_process": 1, "negatives.n_threads": 1}
         rates = {}
         context = multiprocessing.get_context("spawn")
@@ -165,9 +173,7 @@ def main() -> None:
 
         for name, (unit, count, overrides, two_workers) in stages.items():
             for cores, workers in ((1, one_worker), (2, two_workers)):
-                if workers is None:
-                    continue
-                if workers.get("engine") == "ray":
+                if workers.get("engine") == "ray" and name != "augment":  # augment: part of it on the driver
                     items, metrics = run(name, unit, count, cores, {**overrides, **workers})
                     rates[name, cores] = items / metrics["ray_busy_seconds"]
                     continue
@@ -185,14 +191,13 @@ def main() -> None:
     print("|---|---|---|---|---|" + "---|" * len(CORES))
     costs = []
     for name, (unit, count, overrides, two_workers) in stages.items():
-        rate1, rate2 = rates[name, 1], rates.get((name, 2))
-        efficiency = min(rate2 / rate1 / 2, 1.0) if rate2 else 1.0  # kept at scale: the linear assumption
+        rate1, rate2 = rates[name, 1], rates[name, 2]
+        efficiency = min(rate2 / rate1 / 2, 1.0)  # kept at scale: the linear assumption
         core_hours = WIKIPEDIA[unit] / rate1 / 3600
         costs.append((name, core_hours, {n: core_hours / (n * efficiency) for n in CORES}))
-        measured = f"{rate2:,.1f} | {rate2 / rate1:.2f}×" if rate2 else "– | – (assumed 2×)"
-        print(f"| {name} | {rate1:,.1f} {unit}/s | {measured} | {core_hours:,.1f} | "
+        print(f"| {name} | {rate1:,.1f} {unit}/s | {rate2:,.1f} | {rate2 / rate1:.2f}× | {core_hours:,.1f} | "
               + " | ".join(_hours(costs[-1][2][n]) for n in CORES) + " |")
-    for typing_with, left_out in (("spaCy", "DeBERTa"), ("DeBERTa", "spaCy")):
+    for typing_with, left_out in () if args.only else (("spaCy", "DeBERTa"), ("DeBERTa", "spaCy")):
         kept = [c for c in costs if left_out not in c[0]]
         print(f"| **front half, typing with {typing_with}** | | | | {sum(c[1] for c in kept):,.1f} | "
               + " | ".join(_hours(sum(c[2][n] for c in kept)) for n in CORES) + " |")

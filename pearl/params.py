@@ -74,6 +74,7 @@ class RayParams:
     corpus: RayStageParams
     parse: RayStageParams
     typing: RayStageParams
+    augment: RayStageParams
     candidates: RayStageParams
     teacher: RayStageParams
 

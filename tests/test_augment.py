@@ -6,7 +6,7 @@ from rapidfuzz.distance import Levenshtein
 
 from pearl.augment import phrase_level, token_level
 from pearl.augment.char_level import CharAugmenter, keyboard_neighbours
-from pearl.errors import PearlError
+from pearl.errors import MissingModelError, PearlError
 from tests.conftest import ROOT
 
 HARD = ["", "a", "x y", "aa", "New", "東京", "Москва", "🎉🎉", "a" * 500, " ".join(["word"] * 200), "3.14"]
@@ -89,7 +89,7 @@ def test_fasttext_on_a_tiny_corpus_is_deterministic_and_finds_neighbours():
 
 
 def test_vectors_file_errors(tmp_path):
-    with pytest.raises(PearlError, match="augment.fasttext_path"):
+    with pytest.raises(MissingModelError, match="augment.fasttext_path"):
         token_level.load_vectors(tmp_path / "missing.vec", 10)
     (tmp_path / "v.txt").write_text("x")
     with pytest.raises(PearlError, match="expected a .vec or .bin"):

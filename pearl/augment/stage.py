@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 from collections import Counter
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 import polars as pl
+import pyarrow as pa
 from tqdm import tqdm
 
 from pearl.artifacts import SENTENCES_SCHEMA, TYPED_PHRASES_SCHEMA, read_artifact, write_json, write_meta, write_parquet
 from pearl.augment import phrase_level, token_level
 from pearl.augment.char_level import CharAugmenter
 from pearl.device import resolve_device
+from pearl.embedder import Embedder
 from pearl.log import Stopwatch, get_logger
-from pearl.params import Params
+from pearl.params import Params, ParseParams
+from pearl.ray_encoding import encode_on_ray
+from pearl.ray_engine import RowActor, map_with_actors, ray_session
 from pearl.spacy_models import describe, load_spacy
 
 PHRASES = Path("data/typed/phrases.parquet")
@@ -46,31 +51,61 @@ def _synonym_sources(params: Params, phrases: list[str], sentences: Path) -> tup
     return wordnet, embedding, source
 
 
-def _paraphrases(params: Params, phrases: list[str]) -> tuple[dict[str, dict[str, list[str]]], str]:
+def backbone_embedder(params: Params) -> Embedder:
+    return Embedder(params.model.backbone, params.model.prefix, params.augment.batch_size, 64,
+                    resolve_device(params.base.device), param="model.backbone")
+
+
+class HeadWordActor(RowActor):
+    """A Ray actor (`engine: ray`): loads the dependency parser once; phrases in, their head words out."""
+
+    def __init__(self, parse: ParseParams):
+        self.nlp = load_spacy(parse.spacy_model, keep=("tok2vec", "parser"))
+        self.batch_size = parse.batch_size
+
+    def process(self, batch: pa.Table) -> pa.Table:
+        phrases = batch.column("phrase").to_pylist()
+        return pa.table({"phrase": phrases, "head": phrase_level.head_words(phrases, self.nlp, self.batch_size)})
+
+
+def _heads_and_vectors(params: Params, phrases: list[str], nlp, source: Path) -> tuple[list[str], np.ndarray, dict]:
+    """Each phrase's head word and backbone vector, the models' share of the stage's work: here, or
+    on Ray actors (`engine: ray`) with the same results."""
+    if params.engine == "local":
+        heads = phrase_level.head_words(phrases, nlp, params.parse.batch_size)
+        return heads, backbone_embedder(params).embed(phrases), {}
+    log.info("parsing heads and encoding %d phrases on Ray, %d actor(s)", len(phrases), params.ray.augment.workers)
+    with ray_session(params.ray) as run:
+        rows = pa.table({"phrase": pa.array(phrases, pa.string())})
+        head_of = {}
+        for out in map_with_actors(rows, HeadWordActor, (params.parse,), params.ray.augment, "augment", str(source), run):
+            head_of.update(zip(out["phrase"].to_pylist(), out["head"].to_pylist()))
+        vectors = encode_on_ray(phrases, partial(backbone_embedder, params), ("augment.batch_size", params.augment.batch_size),
+                                params.ray.augment, "augment", str(source), run)
+    return [head_of[phrase] for phrase in phrases], vectors, run.metrics()
+
+
+def _paraphrases(params: Params, phrases: list[str], source: Path) -> tuple[dict[str, dict[str, list[str]]], str, dict]:
     a = params.augment
-    device = resolve_device(params.base.device)
     if a.phrase_backend == "parrot":
-        parrot = phrase_level.ParrotParaphraser(a, device)
+        parrot = phrase_level.ParrotParaphraser(a, resolve_device(params.base.device))
         return {"parrot": parrot.paraphrase(phrases, a.batch_size)}, (
             f"Parrot {a.parrot_model}, adequacy >= {a.parrot_adequacy_threshold} ({a.parrot_adequacy_model}), "
-            f"fluency >= {a.parrot_fluency_threshold} ({a.parrot_fluency_model})")
-    from pearl.embedder import Embedder
-
-    embedder = Embedder(params.model.backbone, params.model.prefix, a.batch_size, 64, device, param="model.backbone")
-    nlp = load_spacy(params.parse.spacy_model, keep=("tok2vec", "parser"))
-    heads = phrase_level.head_words(phrases, nlp, params.parse.batch_size)
-    mined = phrase_level.mined_paraphrases(phrases, heads, embedder.embed(phrases), a.mined_min_cos,
-                                           a.max_variants_per_method)
+            f"fluency >= {a.parrot_fluency_threshold} ({a.parrot_fluency_model})"), {}
+    nlp = load_spacy(params.parse.spacy_model, keep=("tok2vec", "parser"))  # on Ray too: fails fast, named below
+    heads, vectors, ray_metrics = _heads_and_vectors(params, phrases, nlp, source)
+    mined = phrase_level.mined_paraphrases(phrases, heads, vectors, a.mined_min_cos, a.max_variants_per_method)
     abbreviations = {p: forms for p in phrases if (forms := phrase_level.abbreviations(p))}
     lemmas = phrase_level.wordnet_paraphrases(phrases, token_level.load_wordnet(Path(a.nltk_data)))
     description = ("offline substitute for Parrot (no generative paraphraser offline): abbreviation and "
                    "acronym forms, synonyms of single-sense multiword WordNet 3.0 lemmas, and corpus phrases "
                    f"with the same head ({describe(nlp)}) and "
                    f"{params.model.backbone} cosine >= {a.mined_min_cos}")
-    return {"abbreviation": abbreviations, "wordnet_lemma": lemmas, "mined": mined}, description
+    return {"abbreviation": abbreviations, "wordnet_lemma": lemmas, "mined": mined}, description, ray_metrics
 
 
-def build_variants(params: Params, phrases: list[str], sentences: Path) -> tuple[pl.DataFrame, dict]:
+def build_variants(params: Params, phrases: list[str], sentences: Path, source: Path) -> tuple[pl.DataFrame, dict, dict]:
+    """The variants; what made them; and, on Ray, where and how long its actors worked."""
     a = params.augment
     char_seed, token_seed = np.random.SeedSequence(params.base.seed).spawn(2)  # independent streams
     rng = np.random.default_rng(token_seed)
@@ -86,7 +121,7 @@ def build_variants(params: Params, phrases: list[str], sentences: Path) -> tuple
         for phrase in phrases:
             for v in token_level.replace_with_synonyms(phrase, synonyms, rng, a.max_variants_per_method):
                 rows.append((phrase, "token", method, v))
-    paraphrases, phrase_source = _paraphrases(params, phrases)
+    paraphrases, phrase_source, ray_metrics = _paraphrases(params, phrases, source)
     for method, found in paraphrases.items():
         for phrase in phrases:
             for v in found.get(phrase, [])[: a.max_variants_per_method]:
@@ -98,7 +133,7 @@ def build_variants(params: Params, phrases: list[str], sentences: Path) -> tuple
         .unique(maintain_order=True)
     )
     sources = {"synonym_vectors": vector_source, "wordnet": "WordNet 3.0 through nltk", "phrase_level": phrase_source}
-    return variants, sources
+    return variants, sources, ray_metrics
 
 
 def coverage(variants: pl.DataFrame, phrase_count: int) -> dict[str, float]:
@@ -115,11 +150,12 @@ def run(params: Params, source: Path = PHRASES, sentences: Path = SENTENCES,
         output: Path = OUTPUT, metrics: Path = METRICS) -> dict:
     phrases = read_artifact(source, TYPED_PHRASES_SCHEMA)["phrase"].to_list()
     clock = Stopwatch()
-    variants, sources = build_variants(params, phrases, sentences)
-    timing = clock.report(log, len(phrases), "phrases")
+    variants, sources, ray_metrics = build_variants(params, phrases, sentences, source)
+    timing = {**clock.report(log, len(phrases), "phrases"), **ray_metrics}
     numbers = {"phrases": len(phrases), "variants": variants.height, **coverage(variants, len(phrases))}
     write_meta(output, {"stage": "augment", "seed": params.base.seed, **sources, **numbers})
     write_parquet(variants, output)
-    write_json({**numbers, **timing}, metrics)
+    # Parrot (phrase_backend: parrot) runs here whatever `engine` says
+    write_json({**numbers, "engine": "ray" if ray_metrics else "local", **timing}, metrics)
     log.info("%d variants: %s", variants.height, numbers)
     return numbers

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 from spacy.lang.en.stop_words import STOP_WORDS
 
-from pearl.errors import PearlError
+from pearl.errors import MissingModelError, PearlError
 
 _WORD = re.compile(r"[^\W\d_]+(?:['’-][^\W\d_]+)*")
 
@@ -111,7 +111,7 @@ def load_vectors(path: Path, limit: int | None):
     from gensim.models.fasttext import load_facebook_vectors
 
     if not path.is_file():
-        raise PearlError(f"{path} is missing: set augment.fasttext_path to a .vec or .bin file, or null")
+        raise MissingModelError(f"{path} is missing: set augment.fasttext_path to a .vec or .bin file, or null")
     if path.suffix == ".bin":
         return load_facebook_vectors(str(path))
     if path.suffix == ".vec":

@@ -166,10 +166,21 @@ FRONT_HALF = ["corpus", "parse", "typing", "augment", "candidates", "teacher", "
 
 
 @pytest.fixture(scope="session")
-def project(tmp_path_factory) -> Project:
-    """Every stage run once, for real, on a small corpus with odd unicode and a 100,000-character document."""
-    base = tmp_path_factory.mktemp("reliability")
-    root = base / "project"
+def project(tmp_path_factory, worker_id) -> Project:
+    """Every stage run once, for real, on a small corpus with odd unicode and a 100,000-character document.
+    Under pytest-xdist the first worker builds it in the session's shared folder and the others wait for it."""
+    from filelock import FileLock
+
+    shared = tmp_path_factory.getbasetemp() if worker_id == "master" else tmp_path_factory.getbasetemp().parent
+    root, built = shared / "reliability" / "project", shared / "reliability" / "built"
+    with FileLock(shared / "reliability.lock"):
+        if not built.exists():
+            _build(root)
+            built.touch()
+    return Project(root)
+
+
+def _build(root: Path) -> None:
     tracked = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
                              capture_output=True, text=True, check=True).stdout.split()
     for name in tracked:
@@ -182,11 +193,4 @@ def project(tmp_path_factory) -> Project:
         result = pearl(root, stage)
         assert result.returncode == 0, f"{stage}: {result.stderr[-3000:]}"
     assert connections(root) == [], "the default pipeline tried to reach the network"
-    return Project(root)
 
-
-def pytest_collection_modifyitems(items):
-    """Under pytest-xdist's loadgroup, the tests that use `project` run on one worker, which builds it once."""
-    for item in items:
-        if "project" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.xdist_group("reliability-project"))

@@ -92,14 +92,16 @@ def test_the_teacher_on_ray_writes_the_local_engines_vectors_bit_for_bit(make_pa
 def test_augment_with_its_heads_and_vectors_from_ray_actors_writes_the_local_engines_bytes(make_params, tiny_encoder, tmp_path):
     from pearl.augment import stage as augment_stage
 
-    phrases = [f"the {adj} {noun}" for adj in ("big", "large", "small", "old", "new", "great")
-               for noun in ("city", "river", "house", "capital of France")]
+    # heads in groups of 5, 3, 2 and 1, interleaved: a phrase given another's head or vector mines other pairs
+    phrases = sorted([*(f"the {adj} city" for adj in ("big", "large", "small", "old", "new")),
+                      *(f"the {adj} river" for adj in ("long", "wide", "old")), "the red house", "the old house",
+                      "the capital of France", "a famous painter"], key=lambda p: p[::-1])
     typed, sentences = tmp_path / "typed.parquet", tmp_path / "sentences.parquet"
     pl.DataFrame({"phrase": phrases, "label_id": [0] * len(phrases)}).write_parquet(typed)
     texts = [f"We saw {p} and {q} again." for p, q in zip(phrases, reversed(phrases))] * 3
     pl.DataFrame({"doc_id": ["d"] * len(texts), "sent_id": range(len(texts)), "text": texts}).write_parquet(sentences)
     written = {}
-    for engine in ("local", "ray"):  # batches of 4 phrases, 8 per actor call: 3 calls over 2 actors
+    for engine in ("local", "ray"):  # batches of 4 phrases, 8 per actor call: 2 calls over 2 actors
         params = make_params(engine=engine, model__backbone=str(tiny_encoder), augment__batch_size=4,
                              augment__mined_min_cos=0.5, ray__num_cpus=2, ray__augment__batch_size=8)
         out = tmp_path / engine / "variants.parquet"

@@ -92,7 +92,7 @@ def test_the_teacher_on_ray_writes_the_local_engines_vectors_bit_for_bit(make_pa
 def test_augment_with_its_heads_and_vectors_from_ray_actors_writes_the_local_engines_bytes(make_params, tiny_encoder, tmp_path):
     from pearl.augment import stage as augment_stage
 
-    # heads in groups of 5, 3, 2 and 1, interleaved: a phrase given another's head or vector mines other pairs
+    # heads in groups of 5, 3, 2 and 1 (sorted by their ends): a phrase given another's head or vector mines other pairs
     phrases = sorted([*(f"the {adj} city" for adj in ("big", "large", "small", "old", "new")),
                       *(f"the {adj} river" for adj in ("long", "wide", "old")), "the red house", "the old house",
                       "the capital of France", "a famous painter"], key=lambda p: p[::-1])

@@ -193,4 +193,3 @@ def _build(root: Path) -> None:
         result = pearl(root, stage)
         assert result.returncode == 0, f"{stage}: {result.stderr[-3000:]}"
     assert connections(root) == [], "the default pipeline tried to reach the network"
-

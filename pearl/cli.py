@@ -15,6 +15,7 @@ import typer
 import yaml
 
 from pearl.errors import MissingModelError, PearlError
+from pearl.lone_surrogates import reject_lone_surrogate
 from pearl.log import configure_logging
 from pearl.params import Params, load_params
 
@@ -222,6 +223,8 @@ def embed(
             raise PearlError(f"{where} is blank; remove blank lines (every row of the output is one phrase)")
         if not texts:
             raise PearlError("nothing to embed: give phrases as arguments or --input FILE")
+        for number, text in enumerate(texts, start=1):
+            reject_lone_surrogate(text, f"phrase {number}")
         if out is not None:
             from pearl.tables import check_output_folder
 
@@ -411,7 +414,7 @@ def types(
     def work() -> None:
         if out is not None:
             check_output(out)
-        phrases = list(texts or [])
+        phrases = [reject_lone_surrogate(text, f"phrase {number}") for number, text in enumerate(texts or [], start=1)]
         if input_file is not None:
             phrases += text_column(read_table(input_file), column, str(input_file)).texts
         if not phrases:

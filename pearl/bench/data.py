@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pearl.errors import PearlError
+from pearl.lone_surrogates import reject_lone_surrogate
 
 BENCHMARK_README = "see ../shared/pearl-benchmark/README.md"
 
@@ -54,6 +55,7 @@ def load_ppdb(data_dir: Path, filtered: bool) -> PairData:
     for number, label in enumerate(labels):
         if label not in PPDB_LABELS:
             raise PearlError(f"{path}: pair {number} has label {label!r}; expected 'pos' or 'neg'")
+        reject_lone_surrogate(left[number] + right[number], f"{path}: pair {number}")
     _nonempty(path, rows, "pairs")
     return PairData(left, right, [PPDB_LABELS[label] for label in labels])
 
@@ -150,6 +152,7 @@ def load_clustering(data_dir: Path, task: str, split: str = "test") -> Clusterin
     for number, line in enumerate(_text(path).splitlines(), start=1):
         if not line.strip():
             continue
+        first = len(phrases)
         try:
             record = json.loads(line)
             tokens = [token for sentence in record["sentences"] for token in sentence]
@@ -160,6 +163,8 @@ def load_clustering(data_dir: Path, task: str, split: str = "test") -> Clusterin
                     labels.append(types.index(kind))
         except (json.JSONDecodeError, KeyError, TypeError, ValueError):
             raise PearlError(f"{path}:{number}: expected JSON with 'sentences' and 'ner' [start, end, type] spans") from None
+        for phrase in phrases[first:]:
+            reject_lone_surrogate(phrase, f"{path}:{number}")
     _nonempty(path, phrases, f"mentions of the types {', '.join(types)}")
     return ClusteringData(phrases, labels, list(types))
 

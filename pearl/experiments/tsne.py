@@ -40,11 +40,15 @@ class Sample:
     drawn: list[int]  # up to figure4.per_type of each type, for the picture
 
 
-def _sample(name: str, texts: list[str], types: list[str], per_type: int, seed: int) -> Sample:
+def _sample(name: str, source: Path, texts: list[str], types: list[str], per_type: int, seed: int) -> Sample:
     """Distinct texts (a text under two types is left out) and a draw of `per_type` of each type."""
     # sorted before drawing: polars' unique() and group_by() keep no order, and the draw must not vary
     frame = pl.DataFrame({"text": texts, "type": types}).unique().sort("type", "text")
     frame = frame.filter(pl.col("text").is_in(frame.group_by("text").len().filter(pl.col("len") == 1)["text"].to_list()))
+    kinds = frame["type"].n_unique()
+    if not 2 <= kinds < frame.height:  # what a silhouette is defined for
+        raise PearlError(f"{source}: {frame.height} distinct phrases of {kinds} types; figure4 needs at least 2 types "
+                         "and more phrases than types")
     frame = frame.with_row_index("i")
     drawn = pl.concat([frame.filter(pl.col("type") == kind).sample(min(per_type, count), seed=seed)
                        for kind, count in frame.group_by("type").len().sort("type").iter_rows()])
@@ -56,13 +60,14 @@ def samples(params: Params, typed: Path = TYPED) -> list[Sample]:
     found = []
     for task in ("conll2003", "bc5cdr"):
         mentions = data.load_clustering(Path(params.bench.data_dir), task)
-        found.append(_sample(task, mentions.phrases, [mentions.types[i] for i in mentions.labels], f.per_type, seed))
+        found.append(_sample(task, Path(params.bench.data_dir) / task / "test.json", mentions.phrases,
+                             [mentions.types[i] for i in mentions.labels], f.per_type, seed))
     phrases = pl.read_parquet(typed, columns=["phrase", "ent_type"]).filter(pl.col("ent_type") != "OTHER")
     common = phrases.group_by("ent_type").len().sort(["len", "ent_type"], descending=[True, False])
     if common.height < 2:
         raise PearlError(f"{typed}: phrases of {common.height} entity type(s) besides OTHER; figure4 needs 2")
     kept = phrases.filter(pl.col("ent_type").is_in(common["ent_type"].head(f.phrase_types).to_list()))
-    found.append(_sample("phrases", kept["phrase"].to_list(), kept["ent_type"].to_list(), f.per_type, seed))
+    found.append(_sample("phrases", typed, kept["phrase"].to_list(), kept["ent_type"].to_list(), f.per_type, seed))
     return found
 
 
@@ -108,13 +113,14 @@ def draw(sample: Sample, panels: list[tuple[str, np.ndarray, float]], path: Path
 def run(params: Params, model: str = MODEL, typed: Path = TYPED, out_dir: Path = OUT_DIR,
         metrics: Path = METRICS) -> dict:
     b, seed = params.bench, params.base.seed
+    drawn = samples(params, typed)  # before the models load: a file too small to draw fails at once
     device = resolve_device(params.base.device)
     encoders = [(f"{params.model.backbone} (untuned)", Embedder(params.model.backbone, params.model.prefix,
                                                                  b.batch_size, b.max_length, device, "model.backbone")),
                 ("PEARL (trained)", Embedder(model, "", b.batch_size, b.max_length, device))]
     result = {"backbone": params.model.backbone, "model": model, "per_type": params.figure4.per_type}
     with atomic_dir(out_dir) as tmp:
-        for sample in samples(params, typed):
+        for sample in drawn:
             panels, scores = [], {}
             for (title, encoder), key in zip(encoders, ("backbone", "model")):
                 vectors = encoder.embed(sample.texts)

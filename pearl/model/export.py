@@ -14,7 +14,7 @@ import tempfile
 from dataclasses import asdict
 from pathlib import Path
 
-from pearl.errors import PearlError
+from pearl.errors import MissingModelError, PearlError
 from pearl.labels import LABELS
 from pearl.model.phrase_model import CONFIG, PhraseModel
 from pearl.model_ids import resolve_model
@@ -124,7 +124,7 @@ def check_export(path: str | Path) -> None:
     root = Path(path)
     for name in ("modules.json", CONFIG):
         if not (root / name).is_file():
-            raise PearlError(f"{root}: not a PEARL export (no {name}); run `dvc repro average`")
+            raise MissingModelError(f"{root}: not a PEARL export (no {name}); run `dvc repro average`")
     modules = _read_json(root / "modules.json")
     if not isinstance(_read_json(root / CONFIG), dict):
         raise PearlError(f"{root / CONFIG}: not a PEARL export (not a JSON object); run `dvc repro average`")

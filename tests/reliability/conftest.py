@@ -70,9 +70,28 @@ def toy_benchmark(folder: Path) -> None:
     (folder / "ppdb" / "ppdb.json").write_text(json.dumps(pairs))
     (folder / "yago").mkdir()
     (folder / "yago" / "yago_test_samples.txt").write_text("NYC\tNew York City\nBig Apple\tNew York City\nParis\tParis\n")
+    (folder / "umls").mkdir()
+    (folder / "umls" / "umls_test_samples.txt").write_text("heart attack\tMyocardial infarction\nflu\tInfluenza\n")
+    # three mentions of each type: enough distinct phrases for figure4's silhouette
     (folder / "conll2003").mkdir()
-    record = {"sentences": [["Obama", "visited", "Paris", "with", "Google"]], "ner": [[[0, 0, "PER"], [2, 2, "LOC"], [4, 4, "ORG"]]]}
-    (folder / "conll2003" / "test.json").write_text((json.dumps(record) + "\n") * 3)
+    (folder / "conll2003" / "test.json").write_text("".join(
+        json.dumps({"sentences": [[person, "visited", city, "with", company]], "ner": [[[0, 0, "PER"], [2, 2, "LOC"], [4, 4, "ORG"]]]}) + "\n"
+        for person, city, company in [("Obama", "Paris", "Google"), ("Merkel", "Berlin", "Siemens"), ("Macron", "Lyon", "Renault")]))
+    (folder / "bc5cdr").mkdir()
+    (folder / "bc5cdr" / "test.json").write_text("".join(
+        json.dumps({"sentences": [[chemical, "induced", disease]], "ner": [[[0, 0, "Chemical"], [2, 2, "Disease"]]]}) + "\n"
+        for chemical, disease in [("Aspirin", "asthma"), ("Naloxone", "hypotension"), ("Cocaine", "seizures")]))
+
+
+def toy_general(folder: Path) -> None:
+    (folder / "word-sim").mkdir(parents=True)
+    (folder / "word-sim" / "EN-SIMLEX-999.txt").write_text("old\tnew\t1.58\nsmart\tintelligent\t9.2\nhard\tdifficult\t8.77\n")
+    (folder / "stsbenchmark").mkdir()
+    (folder / "stsbenchmark" / "sts-test.csv").write_text("".join(
+        f"main-captions\tMSRvid\t2012test\t{i:04d}\t{score}\t{left}\t{right}\n" for i, (score, left, right) in enumerate(
+            [(5.0, "A girl is styling her hair.", "A girl is brushing her hair."),
+             (0.5, "A man is playing a flute.", "A woman is slicing an onion."),
+             (2.5, "A dog runs in a field.", "A cat sits on a wall.")])))
 
 
 def toy_short_text(folder: Path) -> None:
@@ -115,6 +134,13 @@ def offline_env(cwd: Path) -> dict:
     return env
 
 
+def commit_all(root: Path) -> None:
+    """Make `root` a git repository with every file committed: DVC and the experiments commands need one."""
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    for command in (["git", "init", "-q"], [*git, "add", "-A"], [*git, "commit", "-qm", "scratch"]):
+        subprocess.run(command, cwd=root, check=True, capture_output=True)
+
+
 def connections(cwd: Path) -> list[str]:
     log = cwd.parent / "connections.log"
     return log.read_text().splitlines() if log.is_file() else []
@@ -151,14 +177,15 @@ def scratch_params(root: Path) -> dict:
                       + json.dumps({"text": LONG}) + "\n")
     toy_benchmark(data / "bench")
     toy_short_text(data / "short-text")
+    toy_general(data / "general")
     params["corpus"].update(source="files", files=["inputs/corpus.jsonl"])
     params["parse"]["n_process"] = 1
     params["augment"]["nltk_data"] = str(ROOT / "nltk_data")  # git-ignored: prepared by scripts/setup.sh
     params["model"].update(teacher=MINILM)
     params["train"].update(batch_size=2, max_steps=6, num_workers=0, checkpoint_every=2)
-    params["bench"].update(data_dir="inputs/bench", short_text_dir="inputs/short-text",
-                           tasks=["turney", "bird", "ppdb", "yago", "conll2003", "atis_s"],
-                           string_tasks=["turney", "bird", "yago"], reference_models=[MINILM], ppdb_seeds=1, atis_seeds=1)
+    params["bench"].update(data_dir="inputs/bench", short_text_dir="inputs/short-text", general_dir="inputs/general",
+                           tasks=["turney", "bird", "ppdb", "yago", "umls", "conll2003", "bc5cdr", "atis_s", "simlex", "stsb"],
+                           string_tasks=["turney", "bird", "yago", "umls"], reference_models=[MINILM], ppdb_seeds=1, atis_seeds=1)
     return params
 
 

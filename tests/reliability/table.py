@@ -20,14 +20,18 @@ SCENARIOS = [
          "stopped run left (staging folders, half-written checkpoints) and gives byte-identical outputs",
        "test_interrupts.py::test_a_stopped_stage_leaves_no_partial_output_and_reruns_to_the_same_bytes")
       for stage, (_, marker, delay) in STAGES.items() for stop in (signal.SIGTERM, signal.SIGKILL)),
-    ("the front half run twice", "`dvc repro -f average` over a finished run",
-     "every Parquet, meta and model file byte-identical; metrics identical apart from timing fields",
+    ("the front half and a benchmark of its model run twice", "`dvc repro -f average`, then `dvc repro -f "
+     "bench@conll2003`, over a finished run",
+     "every Parquet, meta and model file byte-identical; every metrics file (JSON, `train_log.csv`) identical apart "
+     "from timing fields",
      "test_interrupts.py::test_dvc_repro_twice_gives_the_same_bytes"),
     ("odd unicode in the corpus: RTL marks, e + combining accent, NUL, ZWJ emoji, a lone surrogate; a 100K-character "
      "document", "every stage, `pearl embed --input`",
      "marks, NUL and the surrogate become spaces; é is NFC; the ZWJ sequence stays; the 100K document is skipped and "
      "counted (`sentences_dropped_long`); the export embeds the odd strings to finite vectors",
      "test_odd_inputs.py::test_odd_unicode_and_a_100k_document_go_through_every_stage"),
+    ("a 100K-character sentence", "`pearl parse`", "parsed whole: its phrases are counted",
+     "test_odd_inputs.py::test_a_100k_character_sentence_is_parsed"),
     ("a 100K-character phrase", "typing … average", "every stage completes; the tokenizers truncate it",
      "test_odd_inputs.py::test_a_100k_character_phrase_goes_through_every_stage"),
     ("a 1-row phrases table", "typing … negatives", "every stage completes (train refuses: see above)",
@@ -38,14 +42,17 @@ SCENARIOS = [
     ("a Hugging Face stream that drops after 3 documents", "`pearl corpus -S corpus.source=wikipedia`",
      "exit 1, one line: “…the stream failed after 3 documents (ConnectionError: …); run the stage again”; no file changed",
      "test_faults.py::test_a_stream_that_drops_fails_in_one_line_and_writes_nothing"),
-    ("no network (sockets blocked, hub variables unset)", "every stage, `bench-task` for each system, `embed`, "
-     "`index build`, `link`, `join`, `cluster`, `types`", "no connection attempt; a hub id fails at once naming its param",
+    ("no network (sockets blocked, hub variables unset)", "every stage, the default corpus (wiki-vital), `bench-task` for each system, `report`, "
+     "`figure4`, `bench`, `experiments run --dry-run`, `experiments results`, `embed`, `index build`, `index add`, "
+     "`link`, `join`, `cluster`, `types`; the product verbs on tables of names with odd unicode and 100K characters",
+     "no connection attempt; a hub id fails at once naming its param; every odd name gets its row in each output",
      "test_odd_inputs.py::test_every_pearl_command_stays_offline"),
 ]
 
 
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|")
+    """Markdown-safe, and a lone surrogate (a case's bad argument) shown as its escape."""
+    return text.encode("utf-8", "backslashreplace").decode().replace("|", "\\|")
 
 
 def table() -> str:

@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 
 from tests.reliability.cases import parquet
-from tests.reliability.conftest import LONG, connections, pearl, replace
+from tests.reliability.conftest import LONG, commit_all, connections, pearl, replace
 
 pytestmark = pytest.mark.slow
 
@@ -49,6 +49,19 @@ def test_a_100k_character_phrase_goes_through_every_stage(project, tmp_path):
     assert LONG.strip() in pl.read_parquet(root / "data/teacher/vectors.parquet")["text"].to_list()
 
 
+def test_a_100k_character_sentence_is_parsed(project, tmp_path):
+    root = project.copy(tmp_path / "project")
+    path = root / "data/corpus/sentences.parquet"
+    sentences = pl.read_parquet(path)
+    long = ("The capital of France is Paris and " * 2858).strip()  # 100,000 characters of real words
+    parquet(path, pl.concat([sentences, pl.DataFrame({"doc_id": ["long"], "sent_id": [0], "text": [long]},
+                                                     schema=sentences.schema)]))
+    before = json.loads((project.root / "metrics/parse.json").read_text())["phrase_occurrences"]
+    ok(pearl(root, "parse"))
+    # its ~14,000 phrases were counted, not skipped
+    assert json.loads((root / "metrics/parse.json").read_text())["phrase_occurrences"] > before + 10_000
+
+
 def test_a_one_row_phrases_table_goes_through_every_stage_before_train(project, tmp_path):
     root = project.copy(tmp_path / "project")
     path = root / "data/phrases/phrases.parquet"
@@ -64,9 +77,13 @@ BENCH_LONG = {  # task → (system, file under inputs/, a line holding ODD_LONG;
     "turney": ("string", "bench/turney/turney.txt", f"{ODD_LONG} | binary | a | b | dual | lumen\n"),
     "bird": ("string", "bench/bird/bird.txt", f"x\t{ODD_LONG}\train\tbigram\ts\tNone\t0.3\tn-n\n"),
     "yago": ("string", "bench/yago/yago_test_samples.txt", f"{ODD_LONG}\tNew York City\n"),
+    "umls": ("string", "bench/umls/umls_test_samples.txt", f"{ODD_LONG}\tInfluenza\n"),
     "ppdb": ("base", "bench/ppdb/ppdb.json", None),
     "conll2003": ("base", "bench/conll2003/test.json", None),
+    "bc5cdr": ("base", "bench/bc5cdr/test.json", None),
     "atis_s": ("base", "short-text/atis/train/seq.in", None),
+    "simlex": ("base", "general/word-sim/EN-SIMLEX-999.txt", f"{ODD_LONG}\tdog\t5.0\n"),
+    "stsb": ("base", "general/stsbenchmark/sts-test.csv", f"main-captions\tMSRvid\t2012test\t0099\t2.5\t{ODD_LONG}\tA man plays.\n"),
 }
 
 
@@ -80,6 +97,8 @@ def test_odd_unicode_and_100k_characters_in_a_benchmark_file_are_scored(project,
         text = json.dumps([*json.loads(text), [ODD_LONG, "large dog", "pos"]])
     elif task == "conll2003":
         text += json.dumps({"sentences": [[ODD_LONG, "visited", "Paris"]], "ner": [[[0, 0, "PER"], [2, 2, "LOC"]]]}) + "\n"
+    elif task == "bc5cdr":
+        text += json.dumps({"sentences": [[ODD_LONG, "induced", "fever"]], "ner": [[[0, 0, "Chemical"], [2, 2, "Disease"]]]}) + "\n"
     elif task == "atis_s":
         text = ODD_LONG + "\n" + text.split("\n", 1)[1]
     else:
@@ -91,18 +110,30 @@ def test_odd_unicode_and_100k_characters_in_a_benchmark_file_are_scored(project,
 
 
 def test_every_pearl_command_stays_offline(project, tmp_path):
+    """The stages ran offline when the project was built (conftest); here the default corpus and every other
+    command, the product verbs on tables of odd names."""
     root = project.copy(tmp_path / "project")
-    replace(root / "names.csv", "id,name\n1,New York City\n2,Paris\n3,Tokyo\n")
-    replace(root / "mentions.csv", "mention\nNYC\nparis\n")
+    names = ["New York City", "Paris", "Tokyo", "\u200fالقاهرة\u200f", "cafe\u0301 de Flore", "a\u0000b",
+             "\U0001F468\u200D\U0001F469\u200D\U0001F467 family", LONG]
+    pl.DataFrame({"id": [str(i) for i in range(len(names))], "name": names}).write_csv(root / "names.csv")
+    pl.DataFrame({"id": ["9"], "name": ["Berlin"]}).write_csv(root / "more.csv")
+    pl.DataFrame({"mention": ["NYC", "القاهرة", "café de flore", LONG[:50_000]]}).write_csv(root / "mentions.csv")
+    commit_all(root)  # for the experiments commands
     commands = [
-        ("params",), ("bench-task", "base", "turney"), ("bench-task", "model", "turney"),
-        ("bench-task", "string", "turney"), ("bench-task", "ref", "turney"),
+        ("params",), ("corpus", "-S", "corpus.source=wiki-vital", "-S", "corpus.max_docs=5"),
+        *(("bench-task", system, "turney") for system in ("base", "model", "string", "ref")), ("report",), ("figure4",),
+        ("bench", "--model", "models/pearl", "--tasks", "bird"),
+        ("experiments", "run", "table3", "--rows", "no-type", "--seeds", "1", "--dry-run"), ("experiments", "results"),
         ("embed", "New York"), ("index", "build", "--input", "names.csv", "--column", "name", "--out", "idx"),
+        ("index", "add", "--index", "idx", "--input", "more.csv", "--column", "name"),
         ("link", "--index", "idx", "--input", "mentions.csv", "--column", "mention", "--out", "links.csv"),
         ("join", "names.csv", "mentions.csv", "--left-on", "name", "--right-on", "mention", "--out", "joined.csv"),
         ("cluster", "names.csv", "--column", "name", "--k", "2", "--out", "clusters.csv"),
-        ("types", "New York City"),
+        ("types", "--input", "names.csv", "--column", "name", "--out", "types.csv"),
     ]
     for command in commands:
         ok(pearl(root, *command))
     assert connections(root) == []
+    assert pl.read_csv(root / "links.csv")["mention_row"].unique().len() == 4
+    assert pl.read_csv(root / "joined.csv").height == 4
+    assert pl.read_csv(root / "clusters.csv").height == pl.read_csv(root / "types.csv").height == len(names)

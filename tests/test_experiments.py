@@ -56,6 +56,11 @@ def test_sweeps_vary_one_param_at_a_time_or_all_in_a_grid(tmp_path):
     grid = load_table(_table(tmp_path, {"sweeps": sweeps, "grid": True, "fixed": {"train.max_steps": None}}),
                       ROOT / "params.yaml")
     assert len(grid.rows) == 1 + 4 and all(r["train.max_steps"] is None for r in grid.rows.values())
+    # a table pinned at an earlier default sweeps around it: its own value is the default row
+    pinned = load_table(_table(tmp_path, {"sweeps": {"train.max_steps": [270, 999]}, "fixed": {"train.max_steps": 270}}),
+                        ROOT / "params.yaml")
+    assert pinned.rows == {"default": {"train.max_steps": 270}, "max_steps-999": {"train.max_steps": 999}}
+    assert pinned.recipes["default"] != one.recipes["default"]
     runs = one.runs()
     assert [r.name for r in runs[:3]] == ["t9-default-s42", "t9-lr-1.0e-05-s42", "t9-alpha-1.0-s42"]
     # the default seed is the run itself; another seed goes to train.seed alone

@@ -3,9 +3,10 @@ each run once per seed as a DVC experiment named `<table>-<row>-s<seed>`.
 
 A table file holds either `rows` (Tables 3 and 4: row name → overrides) or `sweeps` (Figure 5:
 param → values, each value a row with the other params at their defaults; `grid: true` takes
-the cartesian product instead). `fixed` overrides apply to every row: a grid at paper scale
-sets `train.max_steps: null` there. The seed goes to `train.seed`, so the data stages stay
-cached and only training varies; the default `base.seed` is the run itself.
+the cartesian product instead). `fixed` overrides apply to every row, and a sweep varies around
+the default with them applied: a grid at paper scale sets `train.max_steps: null` there, and a
+table kept at an earlier default pins what has moved since. The seed goes to `train.seed`, so the
+data stages stay cached and only training varies; the default `base.seed` is the run itself.
 """
 
 from __future__ import annotations
@@ -132,7 +133,14 @@ def load_table(path: Path, params_path: Path = Path("params.yaml")) -> Table:
     default = load_params(params_path)
     fixed = raw.get("fixed") or {}
     sweeps = raw.get("sweeps")
-    rows = sweep_rows(sweeps, bool(raw.get("grid")), default) if sweeps else raw["rows"]
+    if sweeps:
+        try:  # a sweep varies around the table's own base: the default with `fixed` applied
+            base = load_params(params_path, fixed)
+        except PearlError as error:
+            raise PearlError(f"{path}: fixed: {error}") from None
+        rows = sweep_rows(sweeps, bool(raw.get("grid")), base)
+    else:
+        rows = raw["rows"]
     checked, recipes = {}, {}
     for row, overrides in rows.items():
         if not _ROW.match(str(row)):

@@ -143,6 +143,11 @@ def test_results_keep_only_scores_of_the_experiments_own_model_and_average_seeds
     tune_mean = rows["no-type"]["tune"]["tune"]
     assert (tune_mean["mean"], tune_mean["n"]) == (51.0 + (len(TUNE_TASKS) - 1) / 2, 2) and tune_mean["std"] == pytest.approx(1.41, abs=0.01)
     assert rows["no-type"]["test"]["bird"] == {"mean": 70.0, "std": None, "n": 1}
+    # a later test-only run of seed 1 adds its test scores and keeps the seed's earlier tune scores
+    retest = {**second, "rev": "later", "created": "2099-01-01T00:00:00+00:00", "tune": {}, "test": {"bird": 72.0}}
+    rows_after = aggregate([older, first, second, other, retest], table)
+    assert rows_after["no-type"]["tune"] == rows["no-type"]["tune"]
+    assert rows_after["no-type"]["test"]["bird"] == {"mean": 72.0, "std": None, "n": 1}
     text = markdown({"t9": table}, {"t9": rows})
     assert "| no-type | `train.type_weight=0` | 1,42 | 51.00 ± 1.41 |" in text and "| default | (default) | 3 | 60.00 |" in text
     assert "Not run yet (1 of 2 rows): default." in markdown({"t9": table}, {"t9": aggregate([first], table)})

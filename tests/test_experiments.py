@@ -158,8 +158,13 @@ def test_sweep_points_put_the_default_run_at_the_default_value(tmp_path):
     cell = lambda m: {"tune": {"tune": {"mean": m, "std": None, "n": 1}}}  # noqa: E731
     rows = {"default": cell(54.0), "lr-1.0e-05": cell(53.0), "lr-0.0001": cell(55.0)}
 
-    points = sweep_points(table, rows, load_params(ROOT / "params.yaml"))
+    points = sweep_points(table, rows)
     assert [(p["train.lr"], p["tune_mean"]) for p in points["train.lr"]] == [(1e-5, 53.0), (3e-5, 54.0), (1e-4, 55.0)]
+    # a table pinned by `fixed` puts its default run at the pinned value, not at params.yaml's
+    pinned = load_table(_table(tmp_path, {"sweeps": {"train.max_steps": [270, 999]}, "fixed": {"train.max_steps": 270}}),
+                        ROOT / "params.yaml")
+    steps = sweep_points(pinned, {"default": cell(54.0), "max_steps-999": cell(55.0)})["train.max_steps"]
+    assert [(p["train.max_steps"], p["tune_mean"]) for p in steps] == [(270, 54.0), (999, 55.0)]
 
 
 def test_figure4_draws_each_dataset_and_scores_the_types(make_params, tiny_encoder, tmp_path):

@@ -60,6 +60,7 @@ class Table:
     sweeps: dict[str, list[Any]] | None  # param → values, for the line plots of a sweep table
     grid: bool  # the sweeps' cartesian product rather than one param at a time
     recipes: dict[str, str]  # row → recipe_of its params: the runs that count for it
+    base: Params  # the default with `fixed` applied: what a sweep varies around
 
     def runs(self, seeds: tuple[int, ...] | None = None, rows: list[str] | None = None) -> list[Run]:
         unknown = sorted(set(rows or []) - set(self.rows))
@@ -130,17 +131,13 @@ def load_table(path: Path, params_path: Path = Path("params.yaml")) -> Table:
     name = path.stem
     if not re.fullmatch(r"[a-z0-9]+", name):
         raise PearlError(f"{path}: a table's file name must be lowercase letters and digits (it prefixes experiment names)")
-    default = load_params(params_path)
     fixed = raw.get("fixed") or {}
+    try:
+        base = load_params(params_path, fixed)
+    except PearlError as error:
+        raise PearlError(f"{path}: fixed: {error}") from None
     sweeps = raw.get("sweeps")
-    if sweeps:
-        try:  # a sweep varies around the table's own base: the default with `fixed` applied
-            base = load_params(params_path, fixed)
-        except PearlError as error:
-            raise PearlError(f"{path}: fixed: {error}") from None
-        rows = sweep_rows(sweeps, bool(raw.get("grid")), base)
-    else:
-        rows = raw["rows"]
+    rows = sweep_rows(sweeps, bool(raw.get("grid")), base) if sweeps else raw["rows"]
     checked, recipes = {}, {}
     for row, overrides in rows.items():
         if not _ROW.match(str(row)):
@@ -151,8 +148,8 @@ def load_table(path: Path, params_path: Path = Path("params.yaml")) -> Table:
         except PearlError as error:
             raise PearlError(f"{path}: row {row}: {error}") from None
         checked[str(row)] = overrides
-    seeds = tuple(int(s) for s in raw.get("seeds") or [default.base.seed])
-    return Table(name, raw.get("title", name), checked, seeds, sweeps, bool(raw.get("grid")), recipes)
+    seeds = tuple(int(s) for s in raw.get("seeds") or [base.base.seed])
+    return Table(name, raw.get("title", name), checked, seeds, sweeps, bool(raw.get("grid")), recipes, base)
 
 
 def load_tables(directory: Path = EXPERIMENTS_DIR, params_path: Path = Path("params.yaml")) -> dict[str, Table]:

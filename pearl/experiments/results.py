@@ -141,7 +141,7 @@ def aggregate(runs: list[dict], table: Table) -> dict[str, dict]:
     return rows
 
 
-def sweep_points(table: Table, rows: dict[str, dict], default: Params) -> dict[str, list[dict]]:
+def sweep_points(table: Table, rows: dict[str, dict]) -> dict[str, list[dict]]:
     """Param → [{param: value, tune_mean, tune_std, seeds}] along each swept param."""
     points: dict[str, list[dict]] = {}
     if table.grid:
@@ -149,7 +149,7 @@ def sweep_points(table: Table, rows: dict[str, dict], default: Params) -> dict[s
     for param, values in (table.sweeps or {}).items():
         line = []
         for value in values:
-            row = sweep_row(param, value, default)
+            row = sweep_row(param, value, table.base)
             tune = rows.get(row, {}).get("tune", {}).get("tune")
             if tune:
                 line.append({param: value, "tune_mean": tune["mean"], "tune_std": tune["std"] or 0.0, "seeds": tune["n"]})
@@ -211,7 +211,7 @@ def write_results(tables: dict[str, Table], default: Params, found: list[Finishe
     result = {"runs": runs, "tables": aggregated}
     plots_dir.mkdir(parents=True, exist_ok=True)
     for name, table in tables.items():
-        for param, line in sweep_points(table, aggregated[name], default).items():
+        for param, line in sweep_points(table, aggregated[name]).items():
             leaf = param.rsplit(".", 1)[-1]  # a dot in a column name is a nested field to Vega-Lite
             plot = plots_dir / f"{name}_{leaf}.csv"
             if not line:  # none of its points run under today's default: an older plot would mislead

@@ -57,9 +57,9 @@ def test_sweeps_vary_one_param_at_a_time_or_all_in_a_grid(tmp_path):
                       ROOT / "params.yaml")
     assert len(grid.rows) == 1 + 4 and all(r["train.max_steps"] is None for r in grid.rows.values())
     # a table pinned at an earlier default sweeps around it: its own value is the default row
-    pinned = load_table(_table(tmp_path, {"sweeps": {"train.max_steps": [270, 999]}, "fixed": {"train.max_steps": 270}}),
+    pinned = load_table(_table(tmp_path, {"sweeps": {"train.max_steps": [123, 999]}, "fixed": {"train.max_steps": 123}}),
                         ROOT / "params.yaml")
-    assert pinned.rows == {"default": {"train.max_steps": 270}, "max_steps-999": {"train.max_steps": 999}}
+    assert pinned.rows == {"default": {"train.max_steps": 123}, "max_steps-999": {"train.max_steps": 999}}
     assert pinned.recipes["default"] != one.recipes["default"]
     runs = one.runs()
     assert [r.name for r in runs[:3]] == ["t9-default-s42", "t9-lr-1.0e-05-s42", "t9-alpha-1.0-s42"]
@@ -161,10 +161,10 @@ def test_sweep_points_put_the_default_run_at_the_default_value(tmp_path):
     points = sweep_points(table, rows)
     assert [(p["train.lr"], p["tune_mean"]) for p in points["train.lr"]] == [(1e-5, 53.0), (3e-5, 54.0), (1e-4, 55.0)]
     # a table pinned by `fixed` puts its default run at the pinned value, not at params.yaml's
-    pinned = load_table(_table(tmp_path, {"sweeps": {"train.max_steps": [270, 999]}, "fixed": {"train.max_steps": 270}}),
+    pinned = load_table(_table(tmp_path, {"sweeps": {"train.max_steps": [123, 999]}, "fixed": {"train.max_steps": 123}}),
                         ROOT / "params.yaml")
     steps = sweep_points(pinned, {"default": cell(54.0), "max_steps-999": cell(55.0)})["train.max_steps"]
-    assert [(p["train.max_steps"], p["tune_mean"]) for p in steps] == [(270, 54.0), (999, 55.0)]
+    assert [(p["train.max_steps"], p["tune_mean"]) for p in steps] == [(123, 54.0), (999, 55.0)]
 
 
 def test_figure4_draws_each_dataset_and_scores_the_types(make_params, tiny_encoder, tmp_path):

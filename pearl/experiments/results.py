@@ -122,19 +122,18 @@ def aggregate(runs: list[dict], table: Table) -> dict[str, dict]:
     """Row → column → task or mean → mean ± std over seeds: for each seed and column, the latest
     run, of any table, with the row's recipe that scored that column (a test-only re-run of a
     seed keeps its earlier tune scores)."""
-    latest: dict[tuple[str, int, str], dict[str, float]] = {}
+    latest: dict[tuple[str, int], dict[str, dict[str, float]]] = {}  # (row, seed) → column → scores
     for run in sorted(runs, key=lambda r: r["created"]):
         for row, recipe in table.recipes.items():
             if run["recipe"] == recipe:
-                for column in COLUMNS:
-                    if run[column] or (row, run["seed"], column) not in latest:
-                        latest[(row, run["seed"], column)] = run[column]
+                scores = latest.setdefault((row, run["seed"]), {column: {} for column in COLUMNS})
+                scores.update({column: run[column] for column in COLUMNS if run[column]})
     rows = {}
     for row in table.rows:
-        seeds = sorted({s for (r, s, _) in latest if r == row})
+        seeds = sorted(s for (r, s) in latest if r == row)
         cells: dict[str, Any] = {"overrides": table.rows[row], "seeds": seeds}
         for column in COLUMNS:
-            per_seed = [with_means(latest[(row, s, column)]) for s in seeds]
+            per_seed = [with_means(latest[(row, s)][column]) for s in seeds]
             keys = sorted({k for scores in per_seed for k in scores})
             cells[column] = {k: _stat([p[k] for p in per_seed if k in p]) for k in keys}
         rows[row] = cells

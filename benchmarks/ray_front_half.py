@@ -10,7 +10,8 @@ Every run must write what the local 1-core run writes: the same sentences in the
 and teacher vectors; the two-node run must have used both nodes in every stage (`ray_nodes`). A stage's
 seconds include its start-up (Ray, the actors and their models; the local pool and its models),
 as `dvc repro` pays it. The teacher encodes a slice of the phrases (`--teacher-texts`): all-mpnet-base-v2
-takes ~4 min for all of them on 2 cores.
+takes ~4 min for all of them on 2 cores. The candidates stage mines `--candidate-phrases` phrases, the
+corpus's and variants of them: from 50K on, its blocking runs on Ray too.
 
     python benchmarks/ray_front_half.py                      # the whole offline corpus (10K documents)
     python benchmarks/ray_front_half.py --docs 2000 --teacher-texts 1000
@@ -38,6 +39,9 @@ from pearl.params import load_params
 from pearl.parse import stage as parse_stage
 from pearl.teacher import stage as teacher_stage
 
+sys.path.insert(0, str(Path(__file__).parent))
+from mine_candidates import phrases_of_size  # noqa: E402
+
 PORT = 6390
 STAGES = ("corpus", "parse", "typing", "augment", "candidates", "teacher")
 
@@ -54,7 +58,15 @@ def start_loopback_nodes() -> str:
     return f"127.0.0.1:{PORT}"
 
 
-def run_stages(overrides: dict, folder: Path, teacher_texts: int, threads: int) -> dict:
+def candidate_phrases(typed: Path, count: int, out: Path) -> Path:
+    """`count` phrases for the candidates stage: the run's own, then variants of them (a typo, a word
+    dropped or added; benchmarks/mine_candidates.py), the same in every run."""
+    phrases, _ = phrases_of_size(count, pl.read_parquet(typed)["phrase"].to_list(), seed=0)
+    pl.DataFrame({"phrase": phrases, "label_id": [0] * len(phrases)}).write_parquet(out)
+    return out
+
+
+def run_stages(overrides: dict, folder: Path, teacher_texts: int, threads: int, mined_phrases: int) -> dict:
     params = load_params("params.yaml", overrides)
     files = {name: folder / f"{name}.parquet"
              for name in ("sentences", "phrases", "typed", "variants", "candidates", "vectors")}
@@ -64,8 +76,8 @@ def run_stages(overrides: dict, folder: Path, teacher_texts: int, threads: int) 
     typing_stage.run(params, source=files["phrases"], output=files["typed"], metrics=folder / "typing.json")
     augment_stage.run(params, source=files["typed"], sentences=files["sentences"], output=files["variants"],
                       metrics=folder / "augment.json")
-    negatives_stage.run_candidates(params, source=files["typed"], output=files["candidates"],
-                                   metrics=folder / "candidates.json")
+    mined = candidate_phrases(files["typed"], mined_phrases, folder / "mined.parquet") if mined_phrases else files["typed"]
+    negatives_stage.run_candidates(params, source=mined, output=files["candidates"], metrics=folder / "candidates.json")
     # the teacher's slice: the first phrases, no candidates or variants
     sliced = {name: folder / f"teacher_{name}.parquet" for name in ("typed", "candidates", "variants")}
     pl.read_parquet(files["typed"]).head(teacher_texts).write_parquet(sliced["typed"])
@@ -86,6 +98,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--docs", type=int, default=None, help="corpus.max_docs; default all")
     parser.add_argument("--teacher-texts", type=int, default=3000, help="phrases the teacher encodes")
+    parser.add_argument("--candidate-phrases", type=int, default=100_000,
+                        help="phrases the candidates stage mines (from 50K on, its blocking runs on Ray too); 0: the corpus's")
     args = parser.parse_args()
     # two nodes of one machine join with the token Ray keeps in ~/.ray/auth_token
     os.environ.update(RAY_AUTH_MODE="token", RAY_USAGE_STATS_ENABLED="0")
@@ -107,17 +121,17 @@ def main() -> None:
             if "loopback" in name:
                 overrides = {**overrides, "ray.address": start_loopback_nodes()}
                 try:
-                    results[name] = run_stages(overrides, folder, args.teacher_texts, threads)
+                    results[name] = run_stages(overrides, folder, args.teacher_texts, threads, args.candidate_phrases)
                 finally:
                     ray_cli("stop", "--force")
             else:
-                results[name] = run_stages(overrides, folder, args.teacher_texts, threads)
+                results[name] = run_stages(overrides, folder, args.teacher_texts, threads, args.candidate_phrases)
 
     reference = results["local, 1 core"]
     m = reference["metrics"]
     print(f"\n{m['corpus']['documents']} documents → {m['corpus']['sentences']} sentences → {m['parse']['phrases']} "
-          f"phrases, {m['candidates']['pairs']} candidate pairs; the teacher encodes {m['teacher']['texts']} texts; "
-          "2 CPU cores\n")
+          f"phrases; candidates mined among {m['candidates']['phrases']} phrases: {m['candidates']['pairs']} pairs; "
+          f"the teacher encodes {m['teacher']['texts']} texts; 2 CPU cores\n")
     print("| run | " + " | ".join(f"{stage} s" for stage in STAGES) + " | Ray nodes used | same output |")
     print("|---|" + "---|" * (len(STAGES) + 2))
     for name, r in results.items():

@@ -4,7 +4,9 @@ Ray is imported only here and only when the engine is chosen, so the default loc
 starts it. Rows reach the actors as Arrow blocks through Ray's object store, so worker nodes need
 neither the project's files nor shared storage, only the same Python packages.
 - map_with_actors: a table the stage has read and checked, as a Ray Data pipeline; outputs come
-  back in completion order (parse, typing, teacher).
+  back in completion order (parse, typing, augment, teacher).
+- group_after_actors: the same, then a reduce of each group of output rows sharing a key after Ray
+  Data's hash shuffle (candidates' shared-word join).
 - stream_through_actors: a stream too long to hold, or a table whose outputs must keep its order,
   through an ActorPool with one batch per actor in flight (corpus, candidates).
 """
@@ -17,7 +19,7 @@ import pickle
 import re
 import socket
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -98,12 +100,7 @@ class RowActor:
             raise
         except Exception as error:
             raise self._poisoned_row(batch, error) from None
-        import ray
-
-        stamps = {_NODE: ray.get_runtime_context().get_node_id(), _STARTED: started, _ENDED: time.time()}
-        for column, value in stamps.items():
-            out = out.append_column(column, pa.array([value] * out.num_rows))
-        return out
+        return _stamped(out, started)
 
     def _poisoned_row(self, batch: pa.Table, error: Exception) -> PearlError:
         for i in range(batch.num_rows):
@@ -117,6 +114,16 @@ class RowActor:
                 return PoisonedRow(f"row {row[_ROW][0].as_py()} ({shown}), in the batch of rows {first}–{last}, "
                                    f"makes the actor raise {type(row_error).__name__}: {first_line(row_error)}")
         return PearlError(f"a batch raised {type(error).__name__} ({first_line(error)}) that no row alone raises")
+
+
+def _stamped(out: pa.Table, started: float) -> pa.Table:
+    import ray
+
+    stamps = {_NODE: (ray.get_runtime_context().get_node_id(), pa.string()), _STARTED: (started, pa.float64()),
+              _ENDED: (time.time(), pa.float64())}
+    for column, (value, kind) in stamps.items():  # typed: an empty output joins the others' blocks
+        out = out.append_column(column, pa.array([value] * out.num_rows, kind))
+    return out
 
 
 _INLINE_BYTES = 1 << 20
@@ -163,25 +170,51 @@ def _one_line(error: Exception, name: str, source: str) -> PearlError:
                       "see the Ray logs under /tmp/ray/session_latest/logs")
 
 
-def map_with_actors(rows: pa.Table, actor: type[RowActor], constructor_args: tuple, stage: RayStageParams,
-                    name: str, source: str, run: RayRun) -> Iterator[pa.Table]:
-    """Yield `actor(*constructor_args)(batch)` over `rows` (read from `source`) in batches of
-    `stage.batch_size`, on a pool of `stage.workers` actors; record in `run` the nodes and the busy time.
-    Output batches come in completion order, not input order."""
+def _actor_pipeline(rows: pa.Table, actor: type[RowActor], constructor_args: tuple, stage: RayStageParams, name: str):
     ray = _import_ray()
     _check_fits(stage, name)
     rows = rows.append_column(_ROW, pa.array(range(rows.num_rows), pa.int64()))
     blocks = [rows.slice(start, stage.batch_size) for start in range(0, rows.num_rows, stage.batch_size)]
-    dataset = ray.data.from_arrow(blocks).map_batches(
+    return ray.data.from_arrow(blocks).map_batches(
         actor, fn_constructor_args=constructor_args, batch_size=None, batch_format="pyarrow",
         compute=ray.data.ActorPoolStrategy(size=stage.workers),
         num_cpus=stage.cpus_per_worker, num_gpus=stage.gpus_per_worker,
     )
+
+
+def _results(dataset, name: str, source: str, run: RayRun) -> Iterator[pa.Table]:
+    ray = _import_ray()
     try:
         for out in dataset.iter_batches(batch_size=None, batch_format="pyarrow"):
             yield _unstamped(out, run)
     except ray.exceptions.RayError as error:
         raise _one_line(error, name, source) from None
+
+
+def map_with_actors(rows: pa.Table, actor: type[RowActor], constructor_args: tuple, stage: RayStageParams,
+                    name: str, source: str, run: RayRun) -> Iterator[pa.Table]:
+    """Yield `actor(*constructor_args)(batch)` over `rows` (read from `source`) in batches of
+    `stage.batch_size`, on a pool of `stage.workers` actors; record in `run` the nodes and the busy time.
+    Output batches come in completion order, not input order."""
+    yield from _results(_actor_pipeline(rows, actor, constructor_args, stage, name), name, source, run)
+
+
+def group_after_actors(rows: pa.Table, actor: type[RowActor], constructor_args: tuple, key: str, groups: int,
+                       reduce: Callable[[pa.Table], pa.Table], stage: RayStageParams, name: str, source: str,
+                       run: RayRun) -> Iterator[pa.Table]:
+    """map_with_actors, then `reduce(group)` for each of the `groups` groups of the actors' output rows
+    that share `key`: Ray Data's hash shuffle brings a group together on one node, where a Ray task of
+    `stage.cpus_per_worker` CPUs reduces it. Groups come in no particular order."""
+    # as many shuffle partitions as groups: Ray Data's default is 200, mostly empty here
+    dataset = _actor_pipeline(rows, actor, constructor_args, stage, name).groupby(key, num_partitions=groups).map_groups(
+        _stamped_reduce, fn_args=(reduce,), batch_format="pyarrow", num_cpus=stage.cpus_per_worker)
+    yield from _results(dataset, name, source, run)
+
+
+def _stamped_reduce(group: pa.Table, reduce: Callable[[pa.Table], pa.Table]) -> pa.Table:
+    """A reduce's output stamped as a RowActor's, its busy time reaching back to the group's first batch."""
+    started = pc.min(group[_STARTED]).as_py()
+    return _stamped(reduce(group.drop_columns([_NODE, _STARTED, _ENDED])), started)
 
 
 def stream_through_actors(rows: Iterable[dict] | pa.Table, actor: type[RowActor], constructor_args: tuple,

@@ -1,9 +1,10 @@
 """Multi-node for real, on one machine: a Ray head and a worker node (`ray start`, 1 CPU each, 127.0.0.1).
 
-1. `dvc repro typing` of a scratch clone (corpus slice `corpus.max_docs`) with `engine: ray` and
-   `ray.address` pointing at the head: both nodes must have done work in corpus, parse and typing
-   (the stages' `ray_nodes` metric), and the outputs must be what `engine: local` writes: the same
-   sentences (which Ray writes as shards) and the same phrase files, byte for byte.
+1. `dvc repro teacher` of a scratch clone (corpus slice `corpus.max_docs`) with `engine: ray` and
+   `ray.address` pointing at the head: both nodes must have done work in each of the six stages that
+   run on Ray, corpus to teacher (the stages' `ray_nodes` metric), and the outputs must be what
+   `engine: local` writes: the same sentences (which Ray writes as shards) and the same phrase,
+   variant, candidate and teacher-vector files, byte for byte.
 2. The worker node is killed (`kill -9` of its raylet) while `parse` runs on both: the stage either
    finishes through Ray's actor restarts with the same bytes, or fails in one line and leaves its
    previous output in place. The script says which.
@@ -31,8 +32,9 @@ from pearl.artifacts import SENTENCES_SCHEMA, read_artifact
 ROOT = Path(__file__).resolve().parents[1]
 PORT = 6391
 CORPUS = "data/corpus/sentences.parquet"
-OUTPUTS = ("data/phrases/phrases.parquet", "data/typed/phrases.parquet")
-STAGES = ("corpus", "parse", "typing")
+OUTPUTS = ("data/phrases/phrases.parquet", "data/typed/phrases.parquet", "data/augment/variants.parquet",
+           "data/negatives/candidates.parquet", "data/teacher/vectors.parquet")
+STAGES = ("corpus", "parse", "typing", "augment", "candidates", "teacher")
 
 
 def sh(*args: str, cwd: Path | None = None) -> str:
@@ -77,7 +79,7 @@ def main() -> None:
         sh("git", "clone", "-q", str(ROOT), str(project))
         sh("dvc", "cache", "dir", "--local", str(ROOT / ".dvc" / "cache"), cwd=project)
         set_params(project, corpus__max_docs=args.max_docs, engine="local")
-        repro(project, "typing")
+        repro(project, "teacher")
         local = snapshot(project)
 
         before = raylets()
@@ -89,10 +91,10 @@ def main() -> None:
         try:
             set_params(project, engine="ray", ray__address=address)
             started = time.perf_counter()
-            repro(project, "typing")
+            repro(project, "teacher")
             nodes = {stage: json.loads((project / f"metrics/{stage}.json").read_text())["ray_nodes"]
                      for stage in STAGES}
-            print(f"1. dvc repro typing on two loopback nodes: {time.perf_counter() - started:.0f} s, nodes used "
+            print(f"1. dvc repro teacher on two loopback nodes: {time.perf_counter() - started:.0f} s, nodes used "
                   f"{nodes}, same bytes as local: {snapshot(project) == local}")
             if set(nodes.values()) != {2} or snapshot(project) != local:
                 raise SystemExit("the two-node run did not use both nodes, or wrote other rows")

@@ -89,7 +89,7 @@ def test_the_teacher_on_ray_writes_the_local_engines_vectors_bit_for_bit(make_pa
 
 
 @pytest.mark.slow
-def test_augment_with_its_heads_and_vectors_from_ray_actors_writes_the_local_engines_bytes(make_params, tiny_encoder, tmp_path):
+def test_augment_with_its_heads_vectors_and_synonyms_from_ray_actors_writes_the_local_engines_bytes(make_params, tiny_encoder, tmp_path):
     from pearl.augment import stage as augment_stage
 
     # heads in groups of 5, 3, 2 and 1 (sorted by their ends): a phrase given another's head or vector mines other pairs
@@ -101,15 +101,19 @@ def test_augment_with_its_heads_and_vectors_from_ray_actors_writes_the_local_eng
     texts = [f"We saw {p} and {q} again." for p, q in zip(phrases, reversed(phrases))] * 3
     pl.DataFrame({"doc_id": ["d"] * len(texts), "sent_id": range(len(texts)), "text": texts}).write_parquet(sentences)
     written = {}
-    for engine in ("local", "ray"):  # batches of 4 phrases, 8 per actor call: 2 calls over 2 actors
+    # batches of 4 phrases, 8 phrases or words per actor call: 2 calls over 2 actors, and the words' embedding
+    # synonyms (nearly every word's 3 nearest) in 3 calls
+    for engine in ("local", "ray"):
         params = make_params(engine=engine, model__backbone=str(tiny_encoder), augment__batch_size=4,
-                             augment__mined_min_cos=0.5, ray__num_cpus=2, ray__augment__batch_size=8)
+                             augment__mined_min_cos=0.5, augment__synonym_threshold=0.01, augment__synonym_topn=3,
+                             ray__num_cpus=2, ray__augment__batch_size=8)
         out = tmp_path / engine / "variants.parquet"
         augment_stage.run(params, source=typed, sentences=sentences, output=out, metrics=tmp_path / f"{engine}.json")
         written[engine] = out.read_bytes()
     assert written["ray"] == written["local"]
     metrics = json.loads((tmp_path / "ray.json").read_text())
-    assert metrics["engine"] == "ray" and metrics["ray_nodes"] == 1 and metrics["variants_mined"] > 0
+    assert metrics["engine"] == "ray" and metrics["ray_nodes"] == 1
+    assert metrics["variants_mined"] > 0 and metrics["variants_embedding_synonym"] > 0
 
 
 @pytest.mark.slow
@@ -132,6 +136,23 @@ def test_candidate_pairs_scored_on_ray_give_the_local_engines_bytes(search_on_ra
         written[engine] = out.read_bytes()
     assert written["ray"] == written["local"] and numbers["pairs"] > 20
     assert json.loads((tmp_path / "ray.json").read_text())["ray_busy_seconds"] > 0
+
+
+@pytest.mark.slow
+def test_the_shared_word_join_after_a_ray_shuffle_finds_the_local_pairs(make_params):
+    from pearl.negatives import candidates
+    from pearl.negatives.stage import shared_words_on_ray
+    from pearl.ray_engine import ray_session
+    from tests.test_negatives import _generated_phrases
+
+    phrases = _generated_phrases(400)  # 17 words: keys held by many phrases, so the cap of 3 binds
+    params = make_params(engine="ray", ray__num_cpus=2)
+    with ray_session(params.ray) as run:  # 8 batches of 50 phrases, keys shuffled into 8 partitions
+        rows, cols = shared_words_on_ray(params, "phrases.parquet", run)(phrases, 0.7 / 0.95, 3)
+    local = candidates.shared_word_pairs(phrases, 0.7 / 0.95, 3)
+    assert sorted(zip(rows.tolist(), cols.tolist())) == sorted(zip(*(side.tolist() for side in local)))
+    assert len(rows) > 1000 and len(local[0]) < len(candidates.shared_word_pairs(phrases, 0.7 / 0.95, 400)[0])
+    assert run.metrics()["ray_busy_seconds"] > 0
 
 
 def test_an_address_where_no_ray_head_listens_fails_in_one_line(make_params, tmp_path):

@@ -19,7 +19,7 @@ from pearl.embedder import Embedder
 from pearl.log import Stopwatch, get_logger
 from pearl.params import Params, ParseParams
 from pearl.ray_encoding import encode_on_ray
-from pearl.ray_engine import RowActor, map_with_actors, ray_session
+from pearl.ray_engine import RayRun, RowActor, map_with_actors, ray_session
 from pearl.spacy_models import describe, load_spacy
 
 PHRASES = Path("data/typed/phrases.parquet")
@@ -31,13 +31,14 @@ LEVELS = ("char", "token", "phrase")
 log = get_logger("augment")
 
 
-def _synonym_sources(params: Params, phrases: list[str], sentences: Path) -> tuple[dict, dict, str]:
+def _synonym_sources(params: Params, phrases: list[str], sentences: Path, source: Path,
+                     run: RayRun | None) -> tuple[dict, dict, str]:
     a = params.augment
     words = token_level.phrase_words(phrases)
     wordnet = token_level.wordnet_synonyms(words, Path(a.nltk_data))
     if a.fasttext_path:
         vectors = token_level.load_vectors(Path(a.fasttext_path), a.fasttext_limit)
-        source = f"pre-trained FastText vectors {a.fasttext_path}"
+        vector_source = f"pre-trained FastText vectors {a.fasttext_path}"
     else:
         texts = read_artifact(sentences, SENTENCES_SCHEMA)["text"].to_list()
         clock = Stopwatch()
@@ -45,10 +46,42 @@ def _synonym_sources(params: Params, phrases: list[str], sentences: Path) -> tup
             token_level.corpus_tokens(texts), params.base.seed, a.fasttext_dim, a.fasttext_epochs, a.fasttext_min_count
         )
         clock.report(log, len(texts), "fasttext_sentences")
-        source = (f"FastText (gensim, skip-gram, dim {a.fasttext_dim}, {a.fasttext_epochs} epochs) trained on "
-                  f"our {len(texts)} corpus sentences: an offline stand-in for pre-trained vectors")
-    embedding = token_level.embedding_synonyms(vectors, words, a.synonym_threshold, a.synonym_topn)
-    return wordnet, embedding, source
+        vector_source = (f"FastText (gensim, skip-gram, dim {a.fasttext_dim}, {a.fasttext_epochs} epochs) trained on "
+                         f"our {len(texts)} corpus sentences: an offline stand-in for pre-trained vectors")
+    if run is None:
+        embedding = token_level.embedding_synonyms(vectors, words, a.synonym_threshold, a.synonym_topn)
+    else:
+        embedding = _embedding_synonyms_on_ray(params, vectors, words, source, run)
+    return wordnet, embedding, vector_source
+
+
+class EmbeddingSynonymActor(RowActor):
+    """A Ray actor (`engine: ray`): holds the vocabulary's vectors once; words in, their embedding synonyms out."""
+
+    def __init__(self, keys: list[str], weights: np.ndarray, threshold: float, topn: int):
+        from gensim.models import KeyedVectors
+
+        self.vectors = KeyedVectors(weights.shape[1], dtype=weights.dtype)
+        self.vectors.add_vectors(keys, weights)
+        self.threshold, self.topn = threshold, topn
+
+    def process(self, batch: pa.Table) -> pa.Table:
+        words = batch.column("word").to_pylist()
+        found = token_level.embedding_synonyms(self.vectors, set(words), self.threshold, self.topn)
+        return pa.table({"word": words, "synonyms": pa.array([found.get(w, []) for w in words], pa.list_(pa.string()))})
+
+
+def _embedding_synonyms_on_ray(params: Params, vectors, words: set[str], source: Path, run: RayRun) -> dict:
+    """What token_level.embedding_synonyms gives: each search scans the whole vocabulary (200K words of
+    pre-trained vectors), so it is most of the lookups' cost at scale."""
+    a = params.augment
+    rows = pa.table({"word": pa.array(sorted(w for w in words if w in vectors.key_to_index), pa.string())})
+    found = {}
+    for out in map_with_actors(rows, EmbeddingSynonymActor,
+                               (list(vectors.index_to_key), vectors.vectors, a.synonym_threshold, a.synonym_topn),
+                               params.ray.augment, "augment", str(source), run):
+        found.update((w, close) for w, close in zip(out["word"].to_pylist(), out["synonyms"].to_pylist()) if close)
+    return found
 
 
 def backbone_embedder(params: Params) -> Embedder:
@@ -68,32 +101,33 @@ class HeadWordActor(RowActor):
         return pa.table({"phrase": phrases, "head": phrase_level.head_words(phrases, self.nlp, self.batch_size)})
 
 
-def _heads_and_vectors(params: Params, phrases: list[str], nlp, source: Path) -> tuple[list[str], np.ndarray, dict]:
+def _heads_and_vectors(params: Params, phrases: list[str], nlp, source: Path,
+                       run: RayRun | None) -> tuple[list[str], np.ndarray]:
     """Each phrase's head word and backbone vector, the models' share of the stage's work: here, or
     on Ray actors (`engine: ray`) with the same results."""
-    if params.engine == "local":
+    if run is None:
         heads = phrase_level.head_words(phrases, nlp, params.parse.batch_size)
-        return heads, backbone_embedder(params).embed(phrases), {}
+        return heads, backbone_embedder(params).embed(phrases)
     log.info("parsing heads and encoding %d phrases on Ray, %d actor(s)", len(phrases), params.ray.augment.workers)
-    with ray_session(params.ray) as run:
-        rows = pa.table({"phrase": pa.array(phrases, pa.string())})
-        head_of = {}
-        for out in map_with_actors(rows, HeadWordActor, (params.parse,), params.ray.augment, "augment", str(source), run):
-            head_of.update(zip(out["phrase"].to_pylist(), out["head"].to_pylist()))
-        vectors = encode_on_ray(phrases, partial(backbone_embedder, params), ("augment.batch_size", params.augment.batch_size),
-                                params.ray.augment, "augment", str(source), run)
-    return [head_of[phrase] for phrase in phrases], vectors, run.metrics()
+    rows = pa.table({"phrase": pa.array(phrases, pa.string())})
+    head_of = {}
+    for out in map_with_actors(rows, HeadWordActor, (params.parse,), params.ray.augment, "augment", str(source), run):
+        head_of.update(zip(out["phrase"].to_pylist(), out["head"].to_pylist()))
+    vectors = encode_on_ray(phrases, partial(backbone_embedder, params), ("augment.batch_size", params.augment.batch_size),
+                            params.ray.augment, "augment", str(source), run)
+    return [head_of[phrase] for phrase in phrases], vectors
 
 
-def _paraphrases(params: Params, phrases: list[str], source: Path) -> tuple[dict[str, dict[str, list[str]]], str, dict]:
+def _paraphrases(params: Params, phrases: list[str], source: Path,
+                 run: RayRun | None) -> tuple[dict[str, dict[str, list[str]]], str]:
     a = params.augment
     if a.phrase_backend == "parrot":
         parrot = phrase_level.ParrotParaphraser(a, resolve_device(params.base.device))
         return {"parrot": parrot.paraphrase(phrases, a.batch_size)}, (
             f"Parrot {a.parrot_model}, adequacy >= {a.parrot_adequacy_threshold} ({a.parrot_adequacy_model}), "
-            f"fluency >= {a.parrot_fluency_threshold} ({a.parrot_fluency_model})"), {}
+            f"fluency >= {a.parrot_fluency_threshold} ({a.parrot_fluency_model})")
     nlp = load_spacy(params.parse.spacy_model, keep=("tok2vec", "parser"))  # on Ray too: fails fast, named below
-    heads, vectors, ray_metrics = _heads_and_vectors(params, phrases, nlp, source)
+    heads, vectors = _heads_and_vectors(params, phrases, nlp, source, run)
     mined = phrase_level.mined_paraphrases(phrases, heads, vectors, a.mined_min_cos, a.max_variants_per_method)
     abbreviations = {p: forms for p in phrases if (forms := phrase_level.abbreviations(p))}
     lemmas = phrase_level.wordnet_paraphrases(phrases, token_level.load_wordnet(Path(a.nltk_data)))
@@ -101,11 +135,20 @@ def _paraphrases(params: Params, phrases: list[str], source: Path) -> tuple[dict
                    "acronym forms, synonyms of single-sense multiword WordNet 3.0 lemmas, and corpus phrases "
                    f"with the same head ({describe(nlp)}) and "
                    f"{params.model.backbone} cosine >= {a.mined_min_cos}")
-    return {"abbreviation": abbreviations, "wordnet_lemma": lemmas, "mined": mined}, description, ray_metrics
+    return {"abbreviation": abbreviations, "wordnet_lemma": lemmas, "mined": mined}, description
 
 
 def build_variants(params: Params, phrases: list[str], sentences: Path, source: Path) -> tuple[pl.DataFrame, dict, dict]:
     """The variants; what made them; and, on Ray, where and how long its actors worked."""
+    if params.engine == "local":
+        return *_variants(params, phrases, sentences, source, None), {}
+    with ray_session(params.ray) as run:
+        variants, sources = _variants(params, phrases, sentences, source, run)
+    return variants, sources, run.metrics()
+
+
+def _variants(params: Params, phrases: list[str], sentences: Path, source: Path,
+              run: RayRun | None) -> tuple[pl.DataFrame, dict]:
     a = params.augment
     char_seed, token_seed = np.random.SeedSequence(params.base.seed).spawn(2)  # independent streams
     rng = np.random.default_rng(token_seed)
@@ -116,12 +159,12 @@ def build_variants(params: Params, phrases: list[str], sentences: Path, source: 
         swapped = token_level.swap_adjacent(phrase, rng)
         if swapped:
             rows.append((phrase, "token", "token_swap", swapped))
-    wordnet, embedding, vector_source = _synonym_sources(params, phrases, sentences)
+    wordnet, embedding, vector_source = _synonym_sources(params, phrases, sentences, source, run)
     for method, synonyms in (("wordnet", wordnet), ("embedding_synonym", embedding)):
         for phrase in phrases:
             for v in token_level.replace_with_synonyms(phrase, synonyms, rng, a.max_variants_per_method):
                 rows.append((phrase, "token", method, v))
-    paraphrases, phrase_source, ray_metrics = _paraphrases(params, phrases, source)
+    paraphrases, phrase_source = _paraphrases(params, phrases, source, run)
     for method, found in paraphrases.items():
         for phrase in phrases:
             for v in found.get(phrase, [])[: a.max_variants_per_method]:
@@ -133,7 +176,7 @@ def build_variants(params: Params, phrases: list[str], sentences: Path, source: 
         .unique(maintain_order=True)
     )
     sources = {"synonym_vectors": vector_source, "wordnet": "WordNet 3.0 through nltk", "phrase_level": phrase_source}
-    return variants, sources, ray_metrics
+    return variants, sources
 
 
 def coverage(variants: pl.DataFrame, phrase_count: int) -> dict[str, float]:

@@ -26,21 +26,24 @@ exactly (rapidfuzz `cpdist`, all threads):
   every character alike), randomly projected to `block_dim` dimensions, and its
   `block_top_m` nearest neighbours by cosine through a faiss inverted-file index with 8-bit
   codes (`block_nprobe` of 4·√n cells visited; exact search below 50K phrases).
-Recall against brute force at 10K–1M phrases: benchmarks/mine_candidates.py. Under `engine: ray`
-Ray actors search the character index from 50K phrases on (NeighbourSearcher, the larger part of
-the blocking; below, the exact search takes about a second on the driver) and score the pairs
-(PairScorer); the shared-word join and the index build stay on the driver.
+Recall against brute force at 10K–1M phrases: benchmarks/mine_candidates.py. Under `engine: ray`,
+from 50K phrases on, Ray actors search the character index (NeighbourSearcher, the larger part of
+the blocking) and list the phrases' word keys (WordKeys) for a Ray Data shuffle whose tasks join
+them (capped_pairs); below, both take about a second on the driver, less than starting the actors.
+Actors score the pairs (PairScorer) at any size. The index build stays on the driver.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from rapidfuzz import fuzz, process
 from rapidfuzz.distance import Levenshtein
 
@@ -121,47 +124,72 @@ def _word_subsets(words: list[str]):
         yield from itertools.combinations(words, size)
 
 
-def shared_word_pairs(phrases: list[str], min_share_ratio: float, cap: int) -> tuple[np.ndarray, np.ndarray]:
-    """(row, col) of phrases whose shared words alone score `min_share_ratio` or more under
-    token_set_ratio's ratio(shared, shared + rest of one side), both directions.
+def word_key_rows(phrases: list[str], ids: list[int], min_share_ratio: float) -> pa.Table:
+    """One row per word subset of each phrase (`key`: its sorted distinct words joined by a space; `id`),
+    with `rest` where the subset covers enough of the phrase to be a key of it: what token_set_ratio
+    leaves over beside it, -1 for the whole phrase. Elsewhere rest is null: the phrase only holds the key.
 
     rapidfuzz splits on whitespace and compares sorted unique words joined by one space, so
     a subset of s words of a phrase scores 2·len(s) / (2·len(s) + 1 + len(rest)), and 1 when
     the subset is the whole phrase.
     """
-    keys: dict[tuple[str, ...], int] = {}
-    keyed_key, keyed_id, keyed_rest = [], [], []
-    words_of = []
-    for i, phrase in enumerate(phrases):
+    keys, holders, rests = [], [], []
+    for i, phrase in zip(ids, phrases):
         words = sorted(set(phrase.split()))
-        words_of.append(words)
         total = len(" ".join(words))
         for subset in _word_subsets(words):
-            shared = len(" ".join(subset))
-            rest = total - shared - 1 if len(subset) < len(words) else -1
-            if 2 * shared / (2 * shared + 1 + rest) >= min_share_ratio:
-                keyed_key.append(keys.setdefault(subset, len(keys)))
-                keyed_id.append(i)
-                keyed_rest.append(rest)
-    holder_key, holder_id = [], []
-    for i, words in enumerate(words_of):
-        for subset in _word_subsets(words):
-            key = keys.get(subset)
-            if key is not None:
-                holder_key.append(key)
-                holder_id.append(i)
-    if not keys:
-        empty = np.array([], dtype=np.int64)
-        return empty, empty
-    keyed_key, keyed_id, keyed_rest = (np.asarray(x, np.int64) for x in (keyed_key, keyed_id, keyed_rest))
-    holder_key, holder_id = np.asarray(holder_key, np.int64), np.asarray(holder_id, np.int64)
-    order = np.lexsort((keyed_id, keyed_rest, keyed_key))
+            key = " ".join(subset)
+            rest = total - len(key) - 1 if len(subset) < len(words) else -1
+            keys.append(key)
+            holders.append(i)
+            rests.append(rest if 2 * len(key) / (2 * len(key) + 1 + rest) >= min_share_ratio else None)
+    return pa.table({"key": pa.array(keys, pa.string()), "id": pa.array(holders, pa.int64()),
+                     "rest": pa.array(rests, pa.int64())})
+
+
+def capped_pairs(rows: pa.Table, cap: int) -> tuple[np.ndarray, np.ndarray]:
+    """(holder, keyed) of word_key_rows that share a key, each key's keyed phrases cut to the `cap` with
+    the least rest (ties: the lower id); never a phrase with itself."""
+    key = pc.dictionary_encode(rows["key"].combine_chunks()).indices.to_numpy().astype(np.int64)
+    ids = rows["id"].to_numpy()
+    keyed = rows["rest"].is_valid().to_numpy(zero_copy_only=False)
+    keyed_key, keyed_id = key[keyed], ids[keyed]
+    order = np.lexsort((keyed_id, rows["rest"].drop_null().to_numpy(), keyed_key))
     keyed_key, keyed_id = keyed_key[order], keyed_id[order]
-    best = np.arange(len(keyed_key)) - np.searchsorted(keyed_key, np.arange(len(keys)))[keyed_key] < cap
-    rows, cols = _join(holder_key, holder_id, keyed_key[best], keyed_id[best])
-    keep = rows != cols
-    rows, cols = rows[keep], cols[keep]
-    return np.concatenate([rows, cols]), np.concatenate([cols, rows])
+    starts = np.r_[0, np.flatnonzero(np.diff(keyed_key)) + 1] if len(keyed_key) else np.zeros(0, np.int64)
+    rank = np.arange(len(keyed_key)) - np.repeat(starts, np.diff(np.r_[starts, len(keyed_key)]))
+    best = rank < cap
+    holder, keyed_phrase = _join(key, ids, keyed_key[best], keyed_id[best])
+    keep = holder != keyed_phrase
+    return holder[keep], keyed_phrase[keep]
+
+
+def capped_pair_table(rows: pa.Table, cap: int) -> pa.Table:
+    holder, keyed = capped_pairs(rows, cap)
+    return pa.table({"holder": holder, "keyed": keyed})
+
+
+def shared_word_pairs(phrases: list[str], min_share_ratio: float, cap: int) -> tuple[np.ndarray, np.ndarray]:
+    """(row, col) of phrases whose shared words alone score `min_share_ratio` or more under
+    token_set_ratio's ratio(shared, shared + rest of one side), both directions."""
+    holder, keyed = capped_pairs(word_key_rows(phrases, list(range(len(phrases))), min_share_ratio), cap)
+    return np.concatenate([holder, keyed]), np.concatenate([keyed, holder])
+
+
+SharedWords = Callable[[list[str], float, int], tuple[np.ndarray, np.ndarray]]  # shared_word_pairs' signature
+
+
+class WordKeys(RowActor):
+    """A Ray actor (`engine: ray`): phrases and their ids in, their word_key_rows out, each with the
+    partition of its key (crc32, modulo `parts`) that the shuffle before capped_pairs groups by."""
+
+    def __init__(self, min_share_ratio: float, parts: int):
+        self.min_share_ratio, self.parts = min_share_ratio, parts
+
+    def process(self, batch: pa.Table) -> pa.Table:
+        rows = word_key_rows(batch["phrase"].to_pylist(), batch["id"].to_pylist(), self.min_share_ratio)
+        part = [zlib.crc32(key.encode("utf-8")) % self.parts for key in rows["key"].to_pylist()]
+        return rows.append_column("part", pa.array(part, pa.int32()))
 
 
 def _join(left_key, left_id, right_key, right_id) -> tuple[np.ndarray, np.ndarray]:
@@ -220,12 +248,12 @@ def character_neighbour_pairs(phrases: list[str], settings: CandidateSettings,
     return rows[keep], cols[keep]
 
 
-def blocked_pairs(phrases: list[str], settings: CandidateSettings,
-                  neighbours: Neighbours = search_in_chunks) -> tuple[np.ndarray, np.ndarray]:
+def blocked_pairs(phrases: list[str], settings: CandidateSettings, neighbours: Neighbours = search_in_chunks,
+                  shared_words: SharedWords = shared_word_pairs) -> tuple[np.ndarray, np.ndarray]:
     """Distinct (row, col) pairs proposed by the shared-word and character channels."""
     n = len(phrases)
     clock = Stopwatch()
-    r1, c1 = shared_word_pairs(phrases, min(1.0, settings.min_edit_sim / 0.95), settings.block_key_cap)
+    r1, c1 = shared_words(phrases, min(1.0, settings.min_edit_sim / 0.95), settings.block_key_cap)
     log.info("shared words: %d pairs in %.1f s", len(r1), clock.seconds)
     clock = Stopwatch()
     r2, c2 = character_neighbour_pairs(phrases, settings, neighbours)
@@ -281,14 +309,14 @@ PairScores = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
 
 
 def mine_candidates(phrases: list[str], settings: CandidateSettings, score: PairScores | None = None,
-                    neighbours: Neighbours = search_in_chunks):
+                    neighbours: Neighbours = search_in_chunks, shared_words: SharedWords = shared_word_pairs):
     """(phrase index, candidate index, edit_sim) of every phrase's top-k edit-similar others.
     `score(texts, rows, cols)` scores the blocked pairs, by default score_indexed_pairs on all
-    threads; `neighbours` searches the character index."""
+    threads; `neighbours` searches the character index; `shared_words` joins the shared-word keys."""
     if len(phrases) < 2:
         empty = np.array([], dtype=np.int64)
         return empty, empty, np.array([], dtype=np.float32)
-    rows, cols = blocked_pairs(phrases, settings, neighbours)
+    rows, cols = blocked_pairs(phrases, settings, neighbours, shared_words)
     texts = np.asarray(phrases, dtype=object)
     if score is None:
         scores = score_indexed_pairs(texts, rows, cols, settings.scorer, settings.n_threads, settings.min_edit_sim)

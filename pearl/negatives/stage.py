@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -14,11 +15,11 @@ from pearl.artifacts import CANDIDATES_SCHEMA, TYPED_PHRASES_SCHEMA, read_artifa
 from pearl.device import resolve_device
 from pearl.log import Stopwatch, get_logger
 from pearl.negatives import candidates as mining
-from pearl.negatives.candidates import (SEARCH_ROWS, CandidateSettings, NeighbourSearcher, PairScorer,
-                                        mine_candidates, search_in_chunks)
+from pearl.negatives.candidates import (SEARCH_ROWS, CandidateSettings, NeighbourSearcher, PairScorer, WordKeys,
+                                        mine_candidates)
 from pearl.negatives.hard_negatives import hard_negative_mask
 from pearl.params import Params
-from pearl.ray_engine import RayRun, ray_session, stream_through_actors
+from pearl.ray_engine import RayRun, group_after_actors, ray_session, stream_through_actors
 from pearl.spacy_models import package_version
 from pearl.teacher.vectors import VECTORS, TeacherVectors
 
@@ -27,6 +28,8 @@ CANDIDATES = Path("data/negatives/candidates.parquet")
 NEGATIVES = Path("data/negatives/hard_negatives.parquet")
 
 log = get_logger("negatives")
+
+KEY_PHRASES = 100_000  # at most this many phrases per WordKeys batch, and per shuffle partition of their keys
 
 
 def candidate_settings(params: Params) -> CandidateSettings:
@@ -62,6 +65,22 @@ def neighbours_on_ray(params: Params, source: str, run: RayRun):
     return search
 
 
+def shared_words_on_ray(params: Params, source: str, run: RayRun) -> mining.SharedWords:
+    """A `SharedWords` for mine_candidates: actors list the phrases' word keys, a Ray Data shuffle brings
+    each partition of the keys together and a task joins it, so they find what shared_word_pairs finds."""
+    def join(phrases: list[str], min_share_ratio: float, cap: int) -> tuple[np.ndarray, np.ndarray]:
+        parts = max(4 * params.ray.candidates.workers, -(-len(phrases) // KEY_PHRASES))
+        stage = replace(params.ray.candidates, batch_size=max(1, -(-len(phrases) // parts)))
+        rows = pa.table({"id": pa.array(range(len(phrases)), pa.int64()), "phrase": pa.array(phrases, pa.string())})
+        pairs = list(group_after_actors(rows, WordKeys, (min_share_ratio, parts), "part", parts,
+                                        partial(mining.capped_pair_table, cap=cap), stage, "candidates", source, run))
+        holder = np.concatenate([p["holder"].to_numpy() for p in pairs]) if pairs else np.zeros(0, np.int64)
+        keyed = np.concatenate([p["keyed"].to_numpy() for p in pairs]) if pairs else np.zeros(0, np.int64)
+        return np.concatenate([holder, keyed]), np.concatenate([keyed, holder])
+
+    return join
+
+
 def run_candidates(params: Params, source: Path = PHRASES, output: Path = CANDIDATES,
                    metrics: Path = Path("metrics/candidates.json")) -> dict:
     phrases = read_artifact(source, TYPED_PHRASES_SCHEMA)["phrase"].to_list()
@@ -70,11 +89,13 @@ def run_candidates(params: Params, source: Path = PHRASES, output: Path = CANDID
     if params.engine == "ray":
         log.info("scoring the blocked pairs on Ray, %d actor(s)", params.ray.candidates.workers)
         with ray_session(params.ray) as ray_run:
-            # below the cut the search is exact and takes about a second: less than starting its actors
-            search = neighbours_on_ray(params, str(source), ray_run) if len(phrases) >= mining.EXACT_BELOW else search_in_chunks
+            blocking = {}
+            if len(phrases) >= mining.EXACT_BELOW:  # below, the blocking takes about a second: less than starting actors
+                blocking = {"neighbours": neighbours_on_ray(params, str(source), ray_run),
+                            "shared_words": shared_words_on_ray(params, str(source), ray_run)}
             rows, cols, scores = mine_candidates(
                 phrases, settings, lambda texts, r, c: pair_scores_on_ray(params, settings, texts, r, c, str(source), ray_run),
-                search)
+                **blocking)
         timing = {**clock.report(log, len(phrases), "phrases"), **ray_run.metrics()}
     else:
         rows, cols, scores = mine_candidates(phrases, settings)

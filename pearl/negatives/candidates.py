@@ -172,7 +172,10 @@ def capped_pair_table(rows: pa.Table, cap: int) -> pa.Table:
 def shared_word_pairs(phrases: list[str], min_share_ratio: float, cap: int) -> tuple[np.ndarray, np.ndarray]:
     """(row, col) of phrases whose shared words alone score `min_share_ratio` or more under
     token_set_ratio's ratio(shared, shared + rest of one side), both directions."""
-    holder, keyed = capped_pairs(word_key_rows(phrases, list(range(len(phrases))), min_share_ratio), cap)
+    return both_ways(*capped_pairs(word_key_rows(phrases, list(range(len(phrases))), min_share_ratio), cap))
+
+
+def both_ways(holder: np.ndarray, keyed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.concatenate([holder, keyed]), np.concatenate([keyed, holder])
 
 

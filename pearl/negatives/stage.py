@@ -76,7 +76,7 @@ def shared_words_on_ray(params: Params, source: str, run: RayRun) -> mining.Shar
                                         partial(mining.capped_pair_table, cap=cap), stage, "candidates", source, run))
         holder = np.concatenate([p["holder"].to_numpy() for p in pairs]) if pairs else np.zeros(0, np.int64)
         keyed = np.concatenate([p["keyed"].to_numpy() for p in pairs]) if pairs else np.zeros(0, np.int64)
-        return np.concatenate([holder, keyed]), np.concatenate([keyed, holder])
+        return mining.both_ways(holder, keyed)
 
     return join
 

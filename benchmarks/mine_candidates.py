@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 
 import numpy as np
-import polars as pl
 
+from pearl.artifacts import TYPED_PHRASES_SCHEMA, read_artifact
 from pearl.bench import data
 from pearl.log import configure_logging
 from pearl.negatives import candidates as mining
@@ -32,8 +32,8 @@ ROOT = Path(__file__).resolve().parents[1]
 def real_phrases() -> list[str]:
     pool: list[str] = []
     typed = ROOT / "data/typed/phrases.parquet"
-    if typed.is_file():
-        pool += pl.read_parquet(typed)["phrase"].to_list()
+    if typed.exists():
+        pool += read_artifact(typed, TYPED_PHRASES_SCHEMA)["phrase"].to_list()
     for name in data.autofj_names():
         join = data.load_autofj(name)
         pool += join.left + join.right

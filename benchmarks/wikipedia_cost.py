@@ -41,9 +41,7 @@ import tempfile
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-import polars as pl
-
-from pearl.artifacts import SENTENCES_SCHEMA, read_artifact
+from pearl.artifacts import CANDIDATES_SCHEMA, SENTENCES_SCHEMA, TYPED_PHRASES_SCHEMA, VARIANTS_SCHEMA, read_artifact
 
 WIKIPEDIA = {"sentences": 150e6, "phrases": 3.8e6}
 CORES = (8, 32, 128)
@@ -120,7 +118,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as scratch:
         scratch = Path(scratch)
         sentences = read_artifact("data/corpus/sentences.parquet", SENTENCES_SCHEMA).head(args.sentences)
-        typed = pl.read_parquet("data/typed/phrases.parquet").sample(args.phrases, seed=0).sort("phrase")
+        typed = read_artifact("data/typed/phrases.parquet", TYPED_PHRASES_SCHEMA).sample(args.phrases, seed=0).sort("phrase")
         slices = {}  # (items, count) → file: a slice and its first half
         for unit, table, count in (("sentences", sentences, args.sentences), ("phrases", typed, args.phrases),
                                    ("phrases", typed, args.deberta_phrases), ("phrases", typed, args.teacher_phrases)):
@@ -129,8 +127,8 @@ def main() -> None:
                 table.head(n).write_parquet(slices[unit, n])
         # the teacher's other inputs, empty: at the default they add no text to the phrases
         no_candidates, no_variants = scratch / "candidates.parquet", scratch / "variants.parquet"
-        pl.read_parquet("data/negatives/candidates.parquet").head(0).write_parquet(no_candidates)
-        pl.read_parquet("data/augment/variants.parquet").head(0).write_parquet(no_variants)
+        read_artifact("data/negatives/candidates.parquet", CANDIDATES_SCHEMA).head(0).write_parquet(no_candidates)
+        read_artifact("data/augment/variants.parquet", VARIANTS_SCHEMA).head(0).write_parquet(no_variants)
         deberta = scratch / "deberta"  # written below when its row is measured
         on_ray = {"engine": "ray", "ray.num_cpus": 2, "ray.corpus.workers": 2, "ray.parse.workers": 2,
                   "ray.typing.workers": 2, "ray.augment.workers": 2, "ray.teacher.workers": 2}

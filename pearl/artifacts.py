@@ -86,9 +86,15 @@ def glob_escape(name: str) -> str:
     return "".join(f"[{c}]" if c in "*?[" else c for c in name)
 
 
-def write_parquet(df: pl.DataFrame, path: str | Path) -> None:
-    with atomic_path(path) as tmp:
-        df.write_parquet(tmp, compression="zstd", statistics=True)
+def write_parquet(df: pl.DataFrame, path: str | Path, shard_rows: int | None = None) -> None:
+    """One file, or with `shard_rows` a folder of shards and a manifest (see ShardedParquetWriter)."""
+    if shard_rows is None:
+        with atomic_path(path) as tmp:
+            df.write_parquet(tmp, compression="zstd", statistics=True)
+        return
+    table = df.to_arrow()
+    with ShardedParquetWriter(path, table.schema, shard_rows) as writer:
+        writer.write_table(table)
 
 
 class ParquetStreamWriter:
@@ -142,7 +148,9 @@ class ShardedParquetWriter:
         return self
 
     def write(self, columns: dict[str, list]) -> None:
-        table = pa.table(columns, schema=self._schema)
+        self.write_table(pa.table(columns, schema=self._schema))
+
+    def write_table(self, table: pa.Table) -> None:
         while table.num_rows:
             if self._writer is None:
                 name = f"part-{len(self._shards):05d}.parquet"

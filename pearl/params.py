@@ -232,6 +232,11 @@ class Params:
     bench: BenchParams
     figure4: Figure4Params
 
+    @property
+    def shard_rows(self) -> int | None:
+        """Rows per shard of a data stage's Parquet output; None (one file) under the local engine."""
+        return self.ray.shard_rows if self.engine == "ray" else None
+
     def __post_init__(self) -> None:
         if self.parse.min_words > self.parse.max_words:
             raise PearlError(

@@ -3,10 +3,10 @@
 1. `dvc repro teacher` of a scratch clone (corpus slice `corpus.max_docs`) with `engine: ray` and
    `ray.address` pointing at the head: both nodes must have done work in each of the six stages that
    run on Ray, corpus to teacher (the stages' `ray_nodes` metric), and the outputs must be what
-   `engine: local` writes: the same sentences (which Ray writes as shards) and the same phrase,
-   variant, candidate and teacher-vector files, byte for byte.
+   `engine: local` writes: the same sentences, phrases, variants, candidates and teacher vectors,
+   row for row and value for value (Ray writes each as a folder of shards, local as one file).
 2. The worker node is killed (`kill -9` of its raylet) while `parse` runs on both: the stage either
-   finishes through Ray's actor restarts with the same bytes, or fails in one line and leaves its
+   finishes through Ray's actor restarts with the same rows, or fails in one line and leaves its
    previous output in place. The script says which.
 Both nodes are stopped at the end, whatever happens. Run from the project root after `dvc repro corpus`.
 
@@ -27,13 +27,15 @@ from pathlib import Path
 
 import yaml
 
-from pearl.artifacts import SENTENCES_SCHEMA, read_artifact
+from pearl.artifacts import (CANDIDATES_SCHEMA, PHRASES_SCHEMA, SENTENCES_SCHEMA, TEACHER_VECTORS_SCHEMA,
+                             TYPED_PHRASES_SCHEMA, VARIANTS_SCHEMA, read_artifact)
 
 ROOT = Path(__file__).resolve().parents[1]
 PORT = 6391
-CORPUS = "data/corpus/sentences.parquet"
-OUTPUTS = ("data/phrases/phrases.parquet", "data/typed/phrases.parquet", "data/augment/variants.parquet",
-           "data/negatives/candidates.parquet", "data/teacher/vectors.parquet")
+OUTPUTS = {"data/corpus/sentences.parquet": SENTENCES_SCHEMA, "data/phrases/phrases.parquet": PHRASES_SCHEMA,
+           "data/typed/phrases.parquet": TYPED_PHRASES_SCHEMA, "data/augment/variants.parquet": VARIANTS_SCHEMA,
+           "data/negatives/candidates.parquet": CANDIDATES_SCHEMA, "data/teacher/vectors.parquet": TEACHER_VECTORS_SCHEMA}
+PHRASES = "data/phrases/phrases.parquet"
 STAGES = ("corpus", "parse", "typing", "augment", "candidates", "teacher")
 
 
@@ -62,13 +64,16 @@ def repro(project: Path, *targets: str, env: dict | None = None) -> None:
     sh("dvc", "repro", "--no-run-cache", *targets, cwd=project, env=env)  # really run: a cached run used no nodes
 
 
-def snapshot(project: Path) -> tuple:
-    sentences = read_artifact(project / CORPUS, SENTENCES_SCHEMA).rows()
-    return (sentences, *((project / path).read_bytes() for path in OUTPUTS))
+def rows(project: Path, path: str) -> list[tuple]:
+    return read_artifact(project / path, OUTPUTS[path]).rows()
 
 
-def differing(run: tuple, local: tuple) -> list[str]:
-    return [path for path, a, b in zip((CORPUS, *OUTPUTS), run, local) if a != b]
+def snapshot(project: Path) -> dict[str, list[tuple]]:
+    return {path: rows(project, path) for path in OUTPUTS}
+
+
+def differing(run: dict, local: dict) -> list[str]:
+    return [path for path in OUTPUTS if run[path] != local[path]]
 
 
 def main() -> None:
@@ -124,9 +129,9 @@ def main() -> None:
             lines += stage.stderr.readlines()
             code = stage.wait()
             ours = [line.strip() for line in lines if line.startswith("error:")]
-            same = (project / OUTPUTS[0]).read_bytes() == local[1]
+            same = rows(project, PHRASES) == local[PHRASES]
             leftovers = sorted(p.name for p in (project / "data/phrases").iterdir() if p.name.startswith("."))
-            outcome = (f"finished with the same bytes, rows from {json.loads((project / 'metrics/parse.json').read_text())['ray_nodes']} "
+            outcome = (f"finished with the same rows, from {json.loads((project / 'metrics/parse.json').read_text())['ray_nodes']} "
                        "node(s)" if code == 0 and same else "failed: " + (ours[-1] if ours else lines[-1].strip()))
             print(f"2. worker node killed {args.kill_after:g} s into parse: exit {code}, {outcome}; "
                   f"phrases.parquet {'unchanged' if same else 'CHANGED'}, hidden leftovers {leftovers or 'none'}")

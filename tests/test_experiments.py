@@ -177,7 +177,7 @@ def test_figure4_draws_each_dataset_and_scores_the_types(make_params, tiny_encod
         (tmp_path / task / "test.json").write_text(json.dumps({"sentences": [words], "ner": [spans]}) + "\n")
     typed = tmp_path / "typed.parquet"
     kinds = ["PERSON", "GPE", "DATE", "OTHER"]
-    pl.DataFrame({"phrase": [f"{k.lower()} {i}" for k in kinds for i in range(6)],
+    pl.DataFrame({"phrase": [f"{k.lower()} {i}" for k in kinds for i in range(6)], "label_id": [0] * 24,
                   "ent_type": [k for k in kinds for _ in range(6)]}).write_parquet(typed)
     params = make_params(model__backbone=str(tiny_encoder), bench__data_dir=str(tmp_path), figure4__per_type=5,
                          figure4__phrase_types=2, figure4__perplexity=5.0)

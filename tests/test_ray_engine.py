@@ -5,7 +5,8 @@ import json
 import polars as pl
 import pytest
 
-from pearl.artifacts import SENTENCES_SCHEMA, read_artifact
+from pearl.artifacts import (CANDIDATES_SCHEMA, PHRASES_SCHEMA, SENTENCES_SCHEMA, TEACHER_VECTORS_SCHEMA,
+                             TYPED_PHRASES_SCHEMA, VARIANTS_SCHEMA, read_artifact)
 from pearl.corpus import stage as corpus_stage
 from pearl.entity_typing import stage as typing_stage
 from pearl.errors import PearlError
@@ -13,8 +14,12 @@ from pearl.parse import stage as parse_stage
 from tests.test_parse_stage import SENTENCES
 
 
+def _shards(path):
+    return [shard["rows"] for shard in json.loads((path / "manifest.json").read_text())["shards"]]
+
+
 @pytest.mark.slow
-def test_parse_and_typing_on_ray_write_the_local_engines_bytes(make_params, tmp_path):
+def test_parse_and_typing_on_ray_write_the_local_engines_rows_in_shards(make_params, tmp_path):
     corpus = tmp_path / "sentences.parquet"
     sentences = SENTENCES * 3  # 21 sentences in batches of 4: both actors get work, and outputs interleave
     pl.DataFrame({"doc_id": ["d"] * len(sentences), "sent_id": range(len(sentences)), "text": sentences}
@@ -22,13 +27,16 @@ def test_parse_and_typing_on_ray_write_the_local_engines_bytes(make_params, tmp_
     written = {}
     for engine in ("local", "ray"):
         params = make_params(engine=engine, parse__n_process=1, ray__num_cpus=2, ray__parse__batch_size=4,
-                             ray__typing__batch_size=3)
+                             ray__typing__batch_size=3, ray__shard_rows=5)
         phrases, typed = tmp_path / f"phrases_{engine}.parquet", tmp_path / f"typed_{engine}.parquet"
         parse_stage.run(params, source=corpus, output=phrases, metrics=tmp_path / f"parse_{engine}.json")
         typing_stage.run(params, source=phrases, output=typed, metrics=tmp_path / f"typing_{engine}.json")
-        written[engine] = phrases.read_bytes(), typed.read_bytes()
-    assert written["ray"] == written["local"]
-    assert pl.read_parquet(tmp_path / "typed_ray.parquet").filter(pl.col("phrase") == "Paris")["ent_type"].to_list() == ["GPE"]
+        written[engine] = read_artifact(phrases, PHRASES_SCHEMA), read_artifact(typed, TYPED_PHRASES_SCHEMA)
+    assert all(ray.equals(local) for ray, local in zip(written["ray"], written["local"]))
+    shards = _shards(tmp_path / "phrases_ray.parquet")  # typing on Ray read parse's shards and wrote its own
+    assert shards == _shards(tmp_path / "typed_ray.parquet") and len(shards) > 1 and set(shards[:-1]) == {5}
+    assert sum(shards) == written["ray"][0].height
+    assert written["ray"][1].filter(pl.col("phrase") == "Paris")["ent_type"].to_list() == ["GPE"]
 
 
 @pytest.mark.slow
@@ -48,8 +56,7 @@ def test_the_corpus_streamed_through_ray_actors_gives_the_local_engines_rows_and
         written[engine] = read_artifact(out, SENTENCES_SCHEMA), numbers
     assert written["ray"][0].equals(written["local"][0]) and written["ray"][1] == written["local"][1]
     assert written["ray"][1]["sentences_dropped_long"] == 8 and written["ray"][1]["sentences_dropped_short"] == 1
-    shards = json.loads((tmp_path / "ray" / "sentences.parquet" / "manifest.json").read_text())["shards"]
-    assert [s["rows"] for s in shards] == [4, 4, 4, 4, 1]  # 17 sentences in shards of ray.shard_rows
+    assert _shards(tmp_path / "ray" / "sentences.parquet") == [4, 4, 4, 4, 1]  # 17 sentences in shards of ray.shard_rows
     metrics = json.loads((tmp_path / "ray.json").read_text())
     assert metrics["ray_nodes"] == 1 and metrics["ray_busy_seconds"] > 0
     strict = tmp_path / "strict" / "sentences.parquet"
@@ -78,8 +85,8 @@ def test_the_teacher_on_ray_writes_the_local_engines_vectors_bit_for_bit(make_pa
                              ray__num_cpus=2, ray__teacher__batch_size=8)
         out = tmp_path / engine / "vectors.parquet"
         teacher_stage.run(params, inputs["typed"], inputs["candidates"], inputs["variants"], out, tmp_path / f"{engine}.json")
-        written[engine] = out.read_bytes()
-    assert written["ray"] == written["local"]
+        written[engine] = read_artifact(out, TEACHER_VECTORS_SCHEMA)
+    assert written["ray"].equals(written["local"]) and (tmp_path / "ray" / "vectors.parquet" / "manifest.json").is_file()
     assert json.loads((tmp_path / "ray.json").read_text())["engine"] == "ray"
     with pytest.raises(PearlError, match=r"ray\.teacher\.batch_size=6 must be a multiple of teacher\.batch_size=4"):
         teacher_stage.run(make_params(engine="ray", model__teacher=str(tiny_encoder), teacher__batch_size=4,
@@ -89,7 +96,7 @@ def test_the_teacher_on_ray_writes_the_local_engines_vectors_bit_for_bit(make_pa
 
 
 @pytest.mark.slow
-def test_augment_with_its_heads_vectors_and_synonyms_from_ray_actors_writes_the_local_engines_bytes(make_params, tiny_encoder, tmp_path):
+def test_augment_with_its_heads_vectors_and_synonyms_from_ray_actors_writes_the_local_engines_rows(make_params, tiny_encoder, tmp_path):
     from pearl.augment import stage as augment_stage
 
     # heads in groups of 5, 3, 2 and 1 (sorted by their ends): a phrase given another's head or vector mines other pairs
@@ -109,8 +116,8 @@ def test_augment_with_its_heads_vectors_and_synonyms_from_ray_actors_writes_the_
                              ray__num_cpus=2, ray__augment__batch_size=8)
         out = tmp_path / engine / "variants.parquet"
         augment_stage.run(params, source=typed, sentences=sentences, output=out, metrics=tmp_path / f"{engine}.json")
-        written[engine] = out.read_bytes()
-    assert written["ray"] == written["local"]
+        written[engine] = read_artifact(out, VARIANTS_SCHEMA)
+    assert written["ray"].equals(written["local"])
     metrics = json.loads((tmp_path / "ray.json").read_text())
     assert metrics["engine"] == "ray" and metrics["ray_nodes"] == 1
     assert metrics["variants_mined"] > 0 and metrics["variants_embedding_synonym"] > 0
@@ -118,7 +125,7 @@ def test_augment_with_its_heads_vectors_and_synonyms_from_ray_actors_writes_the_
 
 @pytest.mark.slow
 @pytest.mark.parametrize("search_on_ray", [False, True])
-def test_candidate_pairs_scored_on_ray_give_the_local_engines_bytes(search_on_ray, make_params, tmp_path, monkeypatch):
+def test_candidate_pairs_scored_on_ray_give_the_local_engines_rows(search_on_ray, make_params, tmp_path, monkeypatch):
     from pearl.negatives import candidates
     from pearl.negatives import stage as negatives_stage
     from tests.test_negatives import NYT_SET
@@ -133,8 +140,8 @@ def test_candidate_pairs_scored_on_ray_give_the_local_engines_bytes(search_on_ra
         params = make_params(engine=engine, ray__num_cpus=2, ray__candidates__batch_size=37)
         out = tmp_path / engine / "candidates.parquet"
         numbers = negatives_stage.run_candidates(params, source=phrases, output=out, metrics=tmp_path / f"{engine}.json")
-        written[engine] = out.read_bytes()
-    assert written["ray"] == written["local"] and numbers["pairs"] > 20
+        written[engine] = read_artifact(out, CANDIDATES_SCHEMA)
+    assert written["ray"].equals(written["local"]) and numbers["pairs"] > 20
     assert json.loads((tmp_path / "ray.json").read_text())["ray_busy_seconds"] > 0
 
 

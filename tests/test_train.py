@@ -7,10 +7,13 @@ import polars as pl
 import pytest
 import torch
 
+from pearl.artifacts import HARD_NEGATIVES_SCHEMA, TEACHER_VECTORS_SCHEMA, TYPED_PHRASES_SCHEMA, VARIANTS_SCHEMA
 from pearl.errors import PearlError
 from pearl.teacher.vectors import TeacherVectors
 from pearl.train.data import Sampling, TrainingSet
 
+SCHEMAS = {"typed": TYPED_PHRASES_SCHEMA, "variants": VARIANTS_SCHEMA, "negatives": HARD_NEGATIVES_SCHEMA,
+           "teacher": TEACHER_VECTORS_SCHEMA}
 WORDS = ["new", "york", "times", "post", "city", "river", "bank", "art", "cafe", "zurich", "tokyo", "paris"]
 
 
@@ -140,6 +143,25 @@ def test_same_seed_same_trace_and_a_crash_resumes_to_the_same_model(make_params,
     a = torch.load(tmp_path / "a" / "model" / "pearl_heads.pt")
     c = torch.load(tmp_path / "c" / "model" / "pearl_heads.pt")
     assert torch.equal(a["type_head"]["weight"], c["type_head"]["weight"])
+
+
+@pytest.mark.slow
+def test_inputs_in_shards_as_engine_ray_writes_them_train_the_same_model(make_params, tiny_encoder, toy, tmp_path):
+    from pearl.artifacts import read_artifact, write_parquet
+
+    params = _params(make_params, tiny_encoder, tmp_path, model__teacher="toy-teacher", train__distill_weight=1.0)
+    sharded = {}
+    for name, path in toy.items():
+        sharded[name] = tmp_path / "shards" / path.name
+        write_parquet(read_artifact(path, SCHEMAS[name]), sharded[name], shard_rows=7)
+        assert (sharded[name] / "manifest.json").is_file()
+    (tmp_path / "shards" / "teacher.meta.json").write_bytes((tmp_path / "teacher.meta.json").read_bytes())
+    _, files = _train(params, toy, tmp_path / "a")
+    _, shards = _train(params, sharded, tmp_path / "b")
+    assert shards.select("step", "loss", "distill").equals(files.select("step", "loss", "distill"))
+    a = torch.load(tmp_path / "a" / "model" / "pearl_heads.pt")
+    b = torch.load(tmp_path / "b" / "model" / "pearl_heads.pt")
+    assert torch.equal(a["type_head"]["weight"], b["type_head"]["weight"])
 
 
 @pytest.mark.slow

@@ -197,7 +197,7 @@ def run(params: Params, source: Path = PHRASES, sentences: Path = SENTENCES,
     timing = {**clock.report(log, len(phrases), "phrases"), **ray_metrics}
     numbers = {"phrases": len(phrases), "variants": variants.height, **coverage(variants, len(phrases))}
     write_meta(output, {"stage": "augment", "seed": params.base.seed, **sources, **numbers})
-    write_parquet(variants, output)
+    write_parquet(variants, output, params.shard_rows)
     # Parrot (phrase_backend: parrot) runs here whatever `engine` says
     write_json({**numbers, "engine": "ray" if ray_metrics else "local", **timing}, metrics)
     log.info("%d variants: %s", variants.height, numbers)

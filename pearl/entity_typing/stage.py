@@ -92,7 +92,7 @@ def run(params: Params, source: Path = INPUT, output: Path = OUTPUT, metrics: Pa
         "label_set": f"{len(LEX_TYPES)} lexical x {len(ENTITY_TYPES)} entity types = {len(LABELS)} labels (pearl.labels)",
         **numbers,
     })
-    write_parquet(typed, output)
+    write_parquet(typed, output, params.shard_rows)
     write_json({**numbers, **timing}, metrics)
     log.info("OTHER share %.3f, %d labels used", numbers["share_OTHER"], numbers["labels_used"])
     return numbers

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from pearl.artifacts import atomic_dir, write_json
+from pearl.artifacts import TYPED_PHRASES_SCHEMA, atomic_dir, read_artifact, write_json
 from pearl.bench import data
 from pearl.device import resolve_device
 from pearl.embedder import Embedder
@@ -62,7 +62,7 @@ def samples(params: Params, typed: Path = TYPED) -> list[Sample]:
         mentions = data.load_clustering(Path(params.bench.data_dir), task)
         found.append(_sample(task, Path(params.bench.data_dir) / task / "test.json", mentions.phrases,
                              [mentions.types[i] for i in mentions.labels], f.per_type, seed))
-    phrases = pl.read_parquet(typed, columns=["phrase", "ent_type"]).filter(pl.col("ent_type") != "OTHER")
+    phrases = read_artifact(typed, TYPED_PHRASES_SCHEMA).select("phrase", "ent_type").filter(pl.col("ent_type") != "OTHER")
     common = phrases.group_by("ent_type").len().sort(["len", "ent_type"], descending=[True, False])
     if common.height < 2:
         raise PearlError(f"{typed}: phrases of {common.height} entity type(s) besides OTHER; figure4 needs 2")

@@ -119,7 +119,7 @@ def run_candidates(params: Params, source: Path = PHRASES, output: Path = CANDID
         "min_edit_sim": settings.min_edit_sim,
         **numbers,
     })
-    write_parquet(table, output)
+    write_parquet(table, output, params.shard_rows)
     write_json({**numbers, "engine": params.engine, **timing}, metrics)
     return numbers
 
@@ -170,6 +170,6 @@ def run_negatives(params: Params, source: Path = PHRASES, candidates: Path = CAN
         "rule": f"cos <= {n.max_cos}" if n.rule == "max_cos" else f"edit_sim - minmax(cos) > {n.margin}",
         **numbers,
     })
-    write_parquet(table, output)
+    write_parquet(table, output, params.shard_rows)
     write_json({**numbers, **timing}, metrics)
     return numbers

@@ -131,7 +131,7 @@ def run(params: Params, source: Path = INPUT, output: Path = OUTPUT, metrics: Pa
         "max_chars": p.max_chars,
         **numbers,
     })
-    write_parquet(phrases, output)
+    write_parquet(phrases, output, params.shard_rows)
     write_json({**numbers, **timing}, metrics)
     log.info("kept %d phrases with freq >= %d: %s", phrases.height, p.min_freq,
              {k: v for k, v in numbers.items() if k.startswith("share_")})

@@ -55,7 +55,8 @@ def run(params: Params, phrases: Path = PHRASES, candidates: Path = CANDIDATES, 
         output: Path = VECTORS, metrics: Path = Path("metrics/teacher.json")) -> dict:
     teacher = params.model.teacher
     if teacher is None:  # the recipe without a teacher: an empty artifact keeps the DAG one shape
-        TeacherVectors("none", [], np.zeros((0, 1), dtype=np.float32)).save(output, {"texts_by_source": {}})
+        TeacherVectors("none", [], np.zeros((0, 1), dtype=np.float32)).save(output, {"texts_by_source": {}},
+                                                                          params.shard_rows)
         numbers = {"teacher": "none", "texts": 0}
         write_json(numbers, metrics)
         return numbers
@@ -77,7 +78,7 @@ def run(params: Params, phrases: Path = PHRASES, candidates: Path = CANDIDATES, 
         timing = clock.report(log, len(texts), "texts")
     vectors = TeacherVectors(teacher, texts, matrix)
     vectors.save(output, {"prefix": params.model.teacher_prefix, "max_length": params.model.max_length,
-                          "variant_levels": list(t.variant_levels), "texts_by_source": added})
+                          "variant_levels": list(t.variant_levels), "texts_by_source": added}, params.shard_rows)
     numbers = {"teacher": teacher, "texts": len(texts), "dimension": int(matrix.shape[1]), **added}
     write_json({**numbers, "engine": params.engine, **timing}, metrics)
     return numbers

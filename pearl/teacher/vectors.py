@@ -42,13 +42,13 @@ class TeacherVectors:
     def pair_cosine(self, left: list[str], right: list[str]) -> np.ndarray:
         return np.einsum("ij,ij->i", self.vectors(left), self.vectors(right))
 
-    def save(self, path: Path, meta: dict) -> None:
+    def save(self, path: Path, meta: dict, shard_rows: int | None = None) -> None:
         texts = sorted(self._row, key=self._row.get)
         dim = self.matrix.shape[1]
         table = pl.DataFrame({"text": texts, "vector": self.matrix},
                              schema={"text": pl.String, "vector": pl.Array(pl.Float32, dim)})
         write_meta(path, {"teacher": self.model_id, "dimension": dim, "texts": len(texts), **meta})
-        write_parquet(table, path)
+        write_parquet(table, path, shard_rows)
 
     @classmethod
     def load(cls, path: Path, expected_model: str) -> TeacherVectors:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import torch
 
-from pearl.artifacts import atomic_path
+from pearl.artifacts import SHARD_MANIFEST, atomic_path
 from pearl.log import get_logger
 from pearl.params import Params
 
@@ -26,7 +26,8 @@ def fingerprint(params: Params, inputs: list[Path]) -> str:
     digest = hashlib.sha256(json.dumps(
         {"seed": params.base.seed, "model": asdict(params.model), "train": train}, sort_keys=True).encode())
     for path in inputs:
-        digest.update(hashlib.sha256(path.read_bytes()).digest())
+        # a sharded artifact's manifest holds each shard's hash
+        digest.update(hashlib.sha256((path / SHARD_MANIFEST if path.is_dir() else path).read_bytes()).digest())
     return digest.hexdigest()[:16]
 
 

@@ -8,6 +8,7 @@ import yaml
 
 from pearl.bench.task_names import TUNE_TASKS
 from pearl.errors import PearlError
+from pearl.experiments import shell
 from pearl.experiments.definitions import Run, load_table, load_tables, parse_name
 from pearl.experiments.results import Finished, aggregate, markdown, read_run, sweep_points
 from pearl.experiments.runner import run_all
@@ -77,6 +78,26 @@ def test_dry_run_prints_the_commands_of_the_runs_not_finished(capsys):
         "dvc exp run -n t9-a-s42 -S train.lr=0.0001 bench_tune_base bench_tune",
         "dvc exp run -n t9-a-s1 -S train.lr=0.0001 -S train.seed=1 bench_tune_base bench_tune",
     ]
+
+
+def test_an_experiment_that_fails_with_head_detached_leaves_the_branch_checked_out_at_its_params(tmp_path, monkeypatch):
+    subprocess.run(["git", "init", "-q", "-b", "main", str(tmp_path)], check=True)
+    _commit(tmp_path, {"params.yaml": "train: {lr: 3.0e-5}\n", "dvc.lock": "stages: {}\n", "metrics/train.json": "{}"})
+    monkeypatch.chdir(tmp_path)
+    real_run = shell.run
+
+    def fake_run(args: list[str], capture: bool = True) -> str:
+        if args[:3] == ["dvc", "exp", "run"]:  # as DVC leaves an interrupted run: params set, HEAD detached
+            Path("params.yaml").write_text("train: {lr: 1.0e-4}\n")
+            real_run(["git", "checkout", "--quiet", "--detach"])
+            raise PearlError("`dvc exp run` failed: interrupted")
+        return "" if args[0] == "dvc" else real_run(args, capture)
+
+    monkeypatch.setattr(shell, "run", fake_run)
+    with pytest.raises(PearlError, match="experiment t9-a-s42 failed"):
+        run_all([Run("t9", "a", 42, {"train.lr": 1e-4})], 42, ("bench_tune",), done=set())
+    assert real_run(["git", "branch", "--show-current"]).strip() == "main"
+    assert Path("params.yaml").read_text() == "train: {lr: 3.0e-5}\n"
 
 
 def _commit(repo: Path, files: dict[str, str]) -> str:

@@ -32,12 +32,17 @@ def _from_head() -> Iterator[Callable[[], None]]:
         raise PearlError("params.yaml, dvc.lock or metrics/ has uncommitted changes: commit or stash them "
                          "(each experiment starts from HEAD's state)")
 
+    # an interrupted `dvc exp run` can leave HEAD detached at the baseline: go back to the branch
+    branch = shell.run(["git", "branch", "--show-current"]).strip()
+
     def reset() -> None:
         shell.run(["git", "checkout", "HEAD", "--", *_BASELINE_FILES])
 
     try:
         yield reset
     finally:
+        if branch and shell.run(["git", "branch", "--show-current"]).strip() != branch:
+            shell.run(["git", "checkout", "--quiet", branch])
         reset()
         shell.run(["dvc", "checkout", "--quiet"])
 

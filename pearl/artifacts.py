@@ -300,6 +300,33 @@ def read_artifact(path: str | Path, schema: ArtifactSchema) -> pl.DataFrame:
     return df
 
 
+def artifact_files(path: str | Path, schema: ArtifactSchema) -> tuple[list[Path], int]:
+    """The Parquet files of an artifact and its row count, for readers that take the files themselves
+    (Ray's nodes): the manifest, each file's footer and its columns' types are checked, not its rows."""
+    path = Path(path)
+    redo = f"run `dvc repro {schema.producer}`"
+    if not path.exists():
+        raise PearlError(f"{path} is missing: {redo} first")
+    files = shard_files(path, redo) if path.is_dir() else [path]
+    rows = 0
+    for file in files:
+        try:
+            rows += pq.ParquetFile(file).metadata.num_rows
+            types = pl.read_parquet_schema(file)
+        except Exception as error:
+            raise PearlError(f"{file} is not a readable Parquet file ({_unreadable_part(file, error)}): "
+                             f"delete {path} and {redo}") from None
+        for name, column in schema.columns.items():
+            if name not in types:
+                raise PearlError(f"{file} lacks column {name}: {redo}")
+            if not _KINDS[column.kind](types[name]):
+                raise PearlError(f"{file}: column {name} has type {types[name]}, expected {column.kind}: {redo}")
+    if rows < schema.min_rows:
+        raise PearlError(f"{path} has no rows: nothing upstream survived; check the `{schema.producer}` "
+                         f"stage's params and inputs, then {redo}")
+    return files, rows
+
+
 def _check_column(path: Path, values: pl.Series, column: Column, redo: str) -> None:
     name = values.name
     if not _KINDS[column.kind](values.dtype):

@@ -70,6 +70,7 @@ class RayStageParams:
 class RayParams:
     address: str | None
     num_cpus: PositiveInt | None
+    shared_storage: bool
     shard_rows: PositiveInt
     corpus: RayStageParams
     parse: RayStageParams

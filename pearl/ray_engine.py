@@ -2,11 +2,13 @@
 
 Ray is imported only here and only when the engine is chosen, so the default local engine never
 starts it. Rows reach the actors as Arrow blocks through Ray's object store, so worker nodes need
-neither the project's files nor shared storage, only the same Python packages.
+neither the project's files nor shared storage, only the same Python packages; or, with
+`ray.shared_storage`, the nodes read a stage's input files from storage they all see.
 - map_with_actors: a table the stage has read and checked, as a Ray Data pipeline; outputs come
-  back in completion order (parse, typing, augment, teacher).
-- group_after_actors: the same, then a reduce of each group of output rows sharing a key after Ray
-  Data's hash shuffle (candidates' shared-word join).
+  back in completion order (typing, augment, teacher).
+- group_after_actors: the same, or Parquet files the nodes read themselves (NodeFiles), then a
+  reduce of each group of output rows sharing a key after Ray Data's hash shuffle (parse's phrase
+  counts, candidates' shared-word join).
 - stream_through_actors: a stream too long to hold, or a table whose outputs must keep its order,
   through an ActorPool with one batch per actor in flight (corpus, candidates).
 """
@@ -80,6 +82,15 @@ def _check_reachable(address: str) -> None:
                          "with `ray start --head`, or set ray.address=null for a Ray on this machine") from None
 
 
+@dataclass(frozen=True)
+class NodeFiles:
+    """An input the nodes read themselves with Ray Data's read_parquet: Parquet files at paths every
+    node sees (`ray.shared_storage`), so the rows never pass through the driver."""
+
+    paths: list[str]
+    columns: list[str]
+
+
 class PoisonedRow(PearlError):
     """A row that makes a stage's actor raise."""
 
@@ -108,11 +119,15 @@ class RowActor:
             try:
                 self.process(row)
             except Exception as row_error:
-                values = {k: v for k, v in row.to_pylist()[0].items() if k != _ROW}
+                values = {k: v for k, v in row.to_pylist()[0].items() if k not in (_ROW, _FILE)}
                 shown = ", ".join(f"{k}={str(v)[:60]!r}" for k, v in values.items())
-                first, last = batch[_ROW][0].as_py(), batch[_ROW][-1].as_py()
-                return PoisonedRow(f"row {row[_ROW][0].as_py()} ({shown}), in the batch of rows {first}–{last}, "
-                                   f"makes the actor raise {type(row_error).__name__}: {first_line(row_error)}")
+                if _FILE in batch.column_names:  # read by the node: the row is known by its file and values
+                    where = f"the row ({shown}) of {row[_FILE][0].as_py()}"
+                else:
+                    first, last = batch[_ROW][0].as_py(), batch[_ROW][-1].as_py()
+                    where = f"row {row[_ROW][0].as_py()} ({shown}), in the batch of rows {first}–{last},"
+                return PoisonedRow(f"{where} makes the actor raise {type(row_error).__name__}: "
+                                   f"{first_line(row_error)}")
         return PearlError(f"a batch raised {type(error).__name__} ({first_line(error)}) that no row alone raises")
 
 
@@ -128,6 +143,7 @@ def _stamped(out: pa.Table, started: float) -> pa.Table:
 
 _INLINE_BYTES = 1 << 20
 _ROW, _NODE, _STARTED, _ENDED = "_pearl_row", "_pearl_node", "_pearl_started", "_pearl_ended"
+_FILE = "path"  # the column read_parquet(include_paths=True) adds
 
 
 @dataclass
@@ -170,13 +186,23 @@ def _one_line(error: Exception, name: str, source: str) -> PearlError:
                       "see the Ray logs under /tmp/ray/session_latest/logs")
 
 
-def _actor_pipeline(rows: pa.Table, actor: type[RowActor], constructor_args: tuple, stage: RayStageParams, name: str):
+def _actor_pipeline(rows: pa.Table | NodeFiles, actor: type[RowActor], constructor_args: tuple,
+                    stage: RayStageParams, name: str):
     ray = _import_ray()
     _check_fits(stage, name)
-    rows = rows.append_column(_ROW, pa.array(range(rows.num_rows), pa.int64()))
-    blocks = [rows.slice(start, stage.batch_size) for start in range(0, rows.num_rows, stage.batch_size)]
-    return ray.data.from_arrow(blocks).map_batches(
-        actor, fn_constructor_args=constructor_args, batch_size=None, batch_format="pyarrow",
+    if isinstance(rows, NodeFiles):
+        # Reading is I/O, so its tasks take no CPU from the actors. Ray 2.60's default (V2) Parquet
+        # reader lists the files in a task of one CPU, which waits forever behind actors holding every
+        # CPU (a node of 1 CPU, or workers = CPUs): the V1 reader lists them here
+        ray.data.DataContext.get_current().use_datasource_v2 = False
+        dataset = ray.data.read_parquet(rows.paths, columns=rows.columns, include_paths=True, num_cpus=0)
+        batch_size = stage.batch_size
+    else:
+        rows = rows.append_column(_ROW, pa.array(range(rows.num_rows), pa.int64()))
+        blocks = [rows.slice(start, stage.batch_size) for start in range(0, rows.num_rows, stage.batch_size)]
+        dataset, batch_size = ray.data.from_arrow(blocks), None
+    return dataset.map_batches(
+        actor, fn_constructor_args=constructor_args, batch_size=batch_size, batch_format="pyarrow",
         compute=ray.data.ActorPoolStrategy(size=stage.workers),
         num_cpus=stage.cpus_per_worker, num_gpus=stage.gpus_per_worker,
     )
@@ -199,10 +225,10 @@ def map_with_actors(rows: pa.Table, actor: type[RowActor], constructor_args: tup
     yield from _results(_actor_pipeline(rows, actor, constructor_args, stage, name), name, source, run)
 
 
-def group_after_actors(rows: pa.Table, actor: type[RowActor], constructor_args: tuple, key: str, groups: int,
-                       reduce: Callable[[pa.Table], pa.Table], stage: RayStageParams, name: str, source: str,
-                       run: RayRun) -> Iterator[pa.Table]:
-    """map_with_actors, then `reduce(group)` for each of the `groups` groups of the actors' output rows
+def group_after_actors(rows: pa.Table | NodeFiles, actor: type[RowActor], constructor_args: tuple, key: str,
+                       groups: int, reduce: Callable[[pa.Table], pa.Table], stage: RayStageParams, name: str,
+                       source: str, run: RayRun) -> Iterator[pa.Table]:
+    """map_with_actors (over `rows` or the files the nodes read), then `reduce(group)` for each of the `groups` groups of the actors' output rows
     that share `key`: Ray Data's hash shuffle brings a group together on one node, where a Ray task of
     `stage.cpus_per_worker` CPUs reduces it. Groups come in no particular order."""
     # as many shuffle partitions as groups: Ray Data's default is 200, mostly empty here

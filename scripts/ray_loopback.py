@@ -9,8 +9,11 @@
    finishes through Ray's actor restarts with the same rows, or fails in one line and leaves its
    previous output in place. The script says which.
 Both nodes are stopped at the end, whatever happens. Run from the project root after `dvc repro corpus`.
+With --shared-storage, parse's nodes read the sentence shards themselves (`ray.shared_storage`; the two
+nodes share this machine's disk).
 
     python scripts/ray_loopback.py --max-docs 3000
+    python scripts/ray_loopback.py --max-docs 3000 --shared-storage
 """
 
 from __future__ import annotations
@@ -81,6 +84,7 @@ def main() -> None:
     parser.add_argument("--max-docs", type=int, default=3000, help="corpus.max_docs of the scratch clone")
     parser.add_argument("--kill-after", type=float, default=8.0,
                         help="seconds after parse's Ray pipeline starts to kill the worker node")
+    parser.add_argument("--shared-storage", action="store_true", help="ray.shared_storage: the nodes read parse's input")
     args = parser.parse_args()
     os.environ.update(RAY_AUTH_MODE="token", RAY_USAGE_STATS_ENABLED="0",
                       PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
@@ -106,7 +110,7 @@ def main() -> None:
         sh("ray", "start", f"--address={address}", "--node-ip-address=127.0.0.1", "--num-cpus=1")
         worker = raylets() - before - head
         try:
-            set_params(project, engine="ray", ray__address=address)
+            set_params(project, engine="ray", ray__address=address, ray__shared_storage=args.shared_storage)
             started = time.perf_counter()
             repro(project, "teacher")
             nodes = {stage: json.loads((project / f"metrics/{stage}.json").read_text())["ray_nodes"]

@@ -4,7 +4,7 @@ import pytest
 
 from pearl.artifacts import (
     HARD_NEGATIVES_SCHEMA, PHRASES_SCHEMA, SENTENCES_SCHEMA, TEACHER_VECTORS_SCHEMA, VARIANTS_SCHEMA,
-    ParquetStreamWriter, ShardedParquetWriter, atomic_path, meta_path, read_artifact, write_json, write_parquet,
+    ParquetStreamWriter, ShardedParquetWriter, artifact_files, atomic_path, meta_path, read_artifact, write_json, write_parquet,
 )
 from pearl.errors import PearlError
 
@@ -107,6 +107,21 @@ def test_a_mixed_or_tampered_shard_folder_is_named_in_one_line(tmp_path):
     with pytest.raises(PearlError, match=r"is a folder without manifest\.json") as error:
         read_artifact(target, SENTENCES_SCHEMA)
     assert "\n" not in str(error.value)
+
+
+def test_artifact_files_lists_and_counts_without_reading_rows_and_names_a_bad_file(tmp_path):
+    target = tmp_path / "sentences.parquet"
+    _write_shards(target)
+    assert artifact_files(target, SENTENCES_SCHEMA) == ([target / f"part-0000{i}.parquet" for i in range(3)], 7)
+    single = tmp_path / "single.parquet"
+    write_parquet(pl.DataFrame(SENTENCE_ROWS).with_columns(text=pl.col("sent_id")), single)
+    with pytest.raises(PearlError, match=r"single\.parquet: column text has type Int\d+, expected text: run `dvc repro corpus`"):
+        artifact_files(single, SENTENCES_SCHEMA)
+    single.write_bytes(b"not parquet")
+    with pytest.raises(PearlError, match=r"single\.parquet is not a readable Parquet file"):
+        artifact_files(single, SENTENCES_SCHEMA)
+    with pytest.raises(PearlError, match=r"missing\.parquet is missing: run `dvc repro corpus` first"):
+        artifact_files(tmp_path / "missing.parquet", SENTENCES_SCHEMA)
 
 
 def test_read_artifact_errors_name_the_file_and_the_stage(tmp_path):

@@ -5,7 +5,7 @@ import json
 import polars as pl
 import pytest
 
-from pearl.artifacts import (CANDIDATES_SCHEMA, PHRASES_SCHEMA, SENTENCES_SCHEMA, TEACHER_VECTORS_SCHEMA,
+from pearl.artifacts import (CANDIDATES_SCHEMA, ShardedParquetWriter, PHRASES_SCHEMA, SENTENCES_SCHEMA, TEACHER_VECTORS_SCHEMA,
                              TYPED_PHRASES_SCHEMA, VARIANTS_SCHEMA, read_artifact)
 from pearl.corpus import stage as corpus_stage
 from pearl.entity_typing import stage as typing_stage
@@ -37,6 +37,29 @@ def test_parse_and_typing_on_ray_write_the_local_engines_rows_in_shards(make_par
     assert shards == _shards(tmp_path / "typed_ray.parquet") and len(shards) > 1 and set(shards[:-1]) == {5}
     assert sum(shards) == written["ray"][0].height
     assert written["ray"][1].filter(pl.col("phrase") == "Paris")["ent_type"].to_list() == ["GPE"]
+
+
+@pytest.mark.slow
+def test_parse_with_nodes_reading_the_sentence_shards_counts_the_local_engines_phrases(make_params, tmp_path):
+    corpus = tmp_path / "sentences.parquet"
+    sentences = [*SENTENCES * 3, "The old harbour of Oslo is cold."]  # its phrases occur once, below parse.min_freq
+    _sentence_shards(corpus, sentences, shard_rows=4)  # 6 shards, read by Ray's tasks, none by the driver
+    numbers = {}
+    for engine in ("local", "ray"):
+        params = make_params(engine=engine, parse__n_process=1, ray__num_cpus=2, ray__shared_storage=True,
+                             ray__parse__batch_size=3, ray__parse__workers=2)
+        phrases = tmp_path / f"phrases_{engine}.parquet"
+        numbers[engine] = parse_stage.run(params, source=corpus, output=phrases, metrics=tmp_path / f"{engine}.json")
+    assert read_artifact(tmp_path / "phrases_ray.parquet", PHRASES_SCHEMA).equals(
+        read_artifact(tmp_path / "phrases_local.parquet", PHRASES_SCHEMA))
+    assert numbers["ray"] == numbers["local"] and numbers["ray"]["sentences"] == len(sentences)
+    assert numbers["ray"]["distinct_phrases"] > numbers["ray"]["phrases"]  # the shuffle's reduces drop the rare ones
+    assert json.loads((tmp_path / "ray.json").read_text())["ray_nodes"] == 1
+
+
+def _sentence_shards(path, sentences, shard_rows):
+    with ShardedParquetWriter(path, corpus_stage.SCHEMA, shard_rows) as writer:
+        writer.write({"doc_id": ["d"] * len(sentences), "sent_id": list(range(len(sentences))), "text": sentences})
 
 
 @pytest.mark.slow
@@ -192,4 +215,17 @@ def test_a_row_that_makes_an_actor_raise_is_named_and_nothing_is_written(make_pa
     message = str(error.value)
     assert message.startswith(f"{corpus}: row 3 (text='a a a") and "ValueError" in message and "\n" not in message
     assert "in the batch of rows 0–3" in message
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sentences.parquet"]
+
+
+def test_a_row_a_node_read_that_makes_an_actor_raise_is_named_with_its_shard_and_nothing_is_written(make_params, tmp_path):
+    corpus = tmp_path / "sentences.parquet"
+    _sentence_shards(corpus, [*SENTENCES[:3], "a " * 600_000, *SENTENCES[3:]], shard_rows=3)
+    with pytest.raises(PearlError) as error:
+        parse_stage.run(make_params(engine="ray", ray__num_cpus=1, ray__shared_storage=True, ray__parse__workers=1,
+                                    ray__parse__batch_size=4),
+                        source=corpus, output=tmp_path / "p.parquet", metrics=tmp_path / "m.json")
+    message = str(error.value)
+    assert message.startswith(f"{corpus}: the row (text='a a a") and "\n" not in message
+    assert f"of {(corpus / 'part-00001.parquet').resolve()} makes the actor raise ValueError" in message
     assert sorted(p.name for p in tmp_path.iterdir()) == ["sentences.parquet"]

@@ -7,6 +7,7 @@ what crosses process boundaries is small.
 from __future__ import annotations
 
 import os
+import zlib
 from collections import Counter
 from dataclasses import dataclass
 
@@ -82,16 +83,23 @@ def extract_in_worker(sentences: list[str]) -> tuple[int, Counter]:
 
 class PhraseCounter(RowActor):
     """A Ray actor (`engine: ray`): builds its parser once; a batch of sentences in, its
-    (phrase, lex_type) counts out as rows."""
+    (phrase, lex_type) counts out as rows, each with the partition of its phrase (crc32 modulo
+    `parts`) that the shuffle before the phrases' totals groups by."""
 
-    def __init__(self, p: ParseParams):
+    def __init__(self, p: ParseParams, parts: int):
         os.environ.setdefault("OMP_NUM_THREADS", "1")
         self.parser = build_parser(p)
+        self.parts = parts
 
     def process(self, batch: pa.Table) -> pa.Table:
-        counts = extract(self.parser, batch.column("text").to_pylist())
+        texts = batch.column("text").to_pylist()
+        if any(text is None or not text.strip() for text in texts):  # read on a node, past the driver's checks
+            raise ValueError("a null or blank sentence")
+        counts = extract(self.parser, texts)
+        phrases = [phrase for phrase, _ in counts]
         return pa.table({
-            "phrase": pa.array([phrase for phrase, _ in counts], pa.string()),
+            "phrase": pa.array(phrases, pa.string()),
             "lex_type": pa.array([lex for _, lex in counts], pa.string()),
             "count": pa.array(list(counts.values()), pa.int64()),
+            "part": pa.array([zlib.crc32(phrase.encode("utf-8")) % self.parts for phrase in phrases], pa.int32()),
         })

@@ -2,29 +2,33 @@
 
 from __future__ import annotations
 
+import math
 import multiprocessing
 from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import polars as pl
 import pyarrow as pa
 from tqdm import tqdm
 
-from pearl.artifacts import SENTENCES_SCHEMA, read_artifact, write_json, write_meta, write_parquet
+from pearl.artifacts import SENTENCES_SCHEMA, artifact_files, read_artifact, write_json, write_meta, write_parquet
 from pearl.errors import PearlError
 from pearl.labels import LEX_TYPES, shares
 from pearl.log import Stopwatch, get_logger
 from pearl.params import ParseParams, Params
 from pearl.parse.extract import PhraseCounter, build_parser, extract, extract_in_worker, init_worker
-from pearl.ray_engine import RayRun, map_with_actors, ray_session
+from pearl.ray_engine import NodeFiles, RayRun, group_after_actors, ray_session
 from pearl.spacy_models import package_version
 
 INPUT = Path("data/corpus/sentences.parquet")
 OUTPUT = Path("data/phrases/phrases.parquet")
 METRICS = Path("metrics/parse.json")
 _CHUNK = 2_000
+_SENTENCES_PER_PART = 1_000_000
 
 log = get_logger("parse")
 
@@ -54,28 +58,64 @@ def count_phrases(p: ParseParams, texts: list[str]) -> Counter:
     return total
 
 
-def count_phrases_on_ray(params: Params, texts: list[str], source: Path) -> tuple[Counter, RayRun]:
-    """What count_phrases gives, from a pool of Ray actors; and where and how long they worked."""
-    total: Counter = Counter()
+@dataclass(frozen=True)
+class Totals:
+    sentences: int
+    phrase_occurrences: int
+    distinct_phrases: int
+
+
+def phrases_on_ray(params: Params, source: Path) -> tuple[pl.DataFrame, Totals, RayRun]:
+    """What aggregate gives, from Ray: actors count the phrases of their sentences (read on the nodes
+    with `ray.shared_storage`, else sent by the driver), a hash shuffle brings each phrase's counts
+    together, and tasks keep the frequent ones; the driver gets only the kept phrases and the totals."""
+    if params.ray.shared_storage:
+        files, sentences = artifact_files(source, SENTENCES_SCHEMA)
+        rows = NodeFiles([str(file.resolve()) for file in files], ["text"])
+    else:
+        rows = read_artifact(source, SENTENCES_SCHEMA).select("text").to_arrow()
+        sentences = rows.num_rows
+    if not sentences:
+        raise PearlError(f"{source} holds no sentences: check the corpus stage's params")
+    log.info("parsing %d sentences with backend=%s on Ray, %d actor(s)%s", sentences, params.parse.backend,
+             params.ray.parse.workers, ", read on the nodes" if params.ray.shared_storage else "")
+    # enough partitions that each one's counts stay small at any corpus size
+    parts = max(params.ray.parse.workers, math.ceil(sentences / _SENTENCES_PER_PART))
     with ray_session(params.ray) as run:
-        rows = pa.table({"text": pa.array(texts, pa.string())})
-        for counts in map_with_actors(rows, PhraseCounter, (params.parse,), params.ray.parse, "parse", str(source), run):
-            # one output batch may join several actors' outputs, so a key can repeat within it
-            for key, n in zip(zip(counts["phrase"].to_pylist(), counts["lex_type"].to_pylist()),
-                              counts["count"].to_pylist()):
-                total[key] += n
-    return total, run
+        outputs = list(group_after_actors(rows, PhraseCounter, (params.parse, parts), "part", parts,
+                                          partial(_kept_in_part, min_freq=params.parse.min_freq),
+                                          params.ray.parse, "parse", str(source), run))
+    kept = pl.concat([pl.from_arrow(out) for out in outputs], how="vertical_relaxed")
+    totals = kept.filter(pl.col("phrase").is_null())
+    phrases = (kept.filter(pl.col("phrase").is_not_null()).select("phrase", "lex_type", "freq")
+               .sort(["freq", "phrase"], descending=[True, False]))
+    return phrases, Totals(sentences, int(totals["occurrences"].sum()), int(totals["distinct"].sum())), run
+
+
+def _kept_in_part(counts: pa.Table, min_freq: int) -> pa.Table:
+    """keep_frequent over one partition's counts, then a row without a phrase holding its totals."""
+    occurrences = pl.from_arrow(counts).group_by("phrase", "lex_type").agg(pl.col("count").sum())
+    kept = keep_frequent(occurrences, min_freq).with_columns(
+        occurrences=pl.lit(None, pl.Int64), distinct=pl.lit(None, pl.Int64))
+    totals = pl.DataFrame({"phrase": [None], "lex_type": [None], "freq": [None],
+                           "occurrences": [occurrences["count"].sum()], "distinct": [occurrences["phrase"].n_unique()]},
+                          schema=kept.schema)
+    return pl.concat([kept, totals]).to_arrow()
 
 
 def aggregate(counts: Counter, min_freq: int) -> pl.DataFrame:
-    """One row per phrase: its total frequency and its most frequent lexical type.
+    """keep_frequent over the counts of (phrase, lex_type) occurrences."""
+    schema = {"phrase": pl.String, "lex_type": pl.String, "count": pl.Int64}
+    return keep_frequent(
+        pl.DataFrame([(phrase, lex, n) for (phrase, lex), n in counts.items()], schema=schema, orient="row"), min_freq)
+
+
+def keep_frequent(occurrences: pl.DataFrame, min_freq: int) -> pl.DataFrame:
+    """One row per phrase occurring at least min_freq times: its total frequency and its most frequent
+    lexical type, from (phrase, lex_type, count) rows that each hold one (phrase, lex_type).
 
     Ties between lexical types go to the earlier one in LEX_TYPES (NP first).
     """
-    schema = {"phrase": pl.String, "lex_type": pl.String, "count": pl.Int64}
-    occurrences = pl.DataFrame(
-        [(phrase, lex, n) for (phrase, lex), n in counts.items()], schema=schema, orient="row"
-    )
     rank = pl.col("lex_type").replace_strict(LEX_TYPES, list(range(len(LEX_TYPES))), return_dtype=pl.Int8)
     return (
         occurrences.with_columns(freq=pl.col("count").sum().over("phrase"), rank=rank)
@@ -96,28 +136,28 @@ def describe_parser(p: ParseParams) -> str:
 
 def run(params: Params, source: Path = INPUT, output: Path = OUTPUT, metrics: Path = METRICS) -> dict:
     p = params.parse
-    texts = read_artifact(source, SENTENCES_SCHEMA)["text"].to_list()
-    if not texts:
-        raise PearlError(f"{source} holds no sentences: check the corpus stage's params")
-    clock = Stopwatch()
     if params.engine == "ray":
-        log.info("parsing %d sentences with backend=%s on Ray, %d actor(s)", len(texts), p.backend,
-                 params.ray.parse.workers)
-        counts, ray_run = count_phrases_on_ray(params, texts, source)
-        timing = {**clock.report(log, len(texts), "sentences"), **ray_run.metrics()}
+        clock = Stopwatch()
+        phrases, totals, ray_run = phrases_on_ray(params, source)
+        timing = {**clock.report(log, totals.sentences, "sentences"), **ray_run.metrics()}
     else:
+        texts = read_artifact(source, SENTENCES_SCHEMA)["text"].to_list()
+        if not texts:
+            raise PearlError(f"{source} holds no sentences: check the corpus stage's params")
+        clock = Stopwatch()
         log.info("parsing %d sentences with backend=%s, n_process=%d", len(texts), p.backend, p.n_process)
         counts = count_phrases(p, texts)
         timing = clock.report(log, len(texts), "sentences")
-    phrases = aggregate(counts, p.min_freq)
+        phrases = aggregate(counts, p.min_freq)
+        totals = Totals(len(texts), sum(counts.values()), len({phrase for phrase, _ in counts}))
     if phrases.height == 0:
         raise PearlError(
-            f"parse: no phrase occurs at least parse.min_freq={p.min_freq} times in {len(texts)} sentences"
+            f"parse: no phrase occurs at least parse.min_freq={p.min_freq} times in {totals.sentences} sentences"
         )
     numbers = {
-        "sentences": len(texts),
-        "phrase_occurrences": sum(counts.values()),
-        "distinct_phrases": len({phrase for phrase, _ in counts}),
+        "sentences": totals.sentences,
+        "phrase_occurrences": totals.phrase_occurrences,
+        "distinct_phrases": totals.distinct_phrases,
         "phrases": phrases.height,
         **shares(phrases["lex_type"], LEX_TYPES),
     }

@@ -3,11 +3,12 @@
 - local on 1 core (parse.n_process 1, negatives.n_threads 1, torch on 1 thread) and on 2 cores
   (parse.n_process 2, 2 threads; corpus and typing run in one process locally whatever the cores),
 - Ray with 1 and 2 actors per stage on a Ray started here (`ray.address: null`, `ray.num_cpus` = actors),
-- Ray with 2 actors per stage on two loopback nodes of 1 CPU each (`ray start`, 127.0.0.1).
+- Ray with 2 actors per stage on two loopback nodes of 1 CPU each (`ray start`, 127.0.0.1), with the
+  driver sending parse's input and with the nodes reading it (`ray.shared_storage`).
 
-Every run must write what the local 1-core run writes: the same sentences in the same order
-(Ray writes them as shards), and the same bytes for phrases, typed phrases, variants, candidates
-and teacher vectors; the two-node run must have used both nodes in every stage (`ray_nodes`). A stage's
+Every run must write what the local 1-core run writes: the same rows in the same order, with equal
+values (Ray writes each output as a folder of shards); the two-node runs must have used both nodes
+in every stage (`ray_nodes`). A stage's
 seconds include its start-up (Ray, the actors and their models; the local pool and its models),
 as `dvc repro` pays it. The teacher encodes a slice of the phrases (`--teacher-texts`): all-mpnet-base-v2
 takes ~4 min for all of them on 2 cores. The candidates stage mines `--candidate-phrases` phrases, the
@@ -15,6 +16,7 @@ corpus's and variants of them: from 50K on, its blocking runs on Ray too.
 
     python benchmarks/ray_front_half.py                      # the whole offline corpus (10K documents)
     python benchmarks/ray_front_half.py --docs 2000 --teacher-texts 1000
+    python benchmarks/ray_front_half.py --until parse        # corpus and parse only
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ from pathlib import Path
 import polars as pl
 import torch
 
-from pearl.artifacts import SENTENCES_SCHEMA, read_artifact
+from pearl.artifacts import (CANDIDATES_SCHEMA, PHRASES_SCHEMA, SENTENCES_SCHEMA, TEACHER_VECTORS_SCHEMA,
+                             TYPED_PHRASES_SCHEMA, VARIANTS_SCHEMA, read_artifact)
 from pearl.augment import stage as augment_stage
 from pearl.corpus import stage as corpus_stage
 from pearl.entity_typing import stage as typing_stage
@@ -44,6 +47,10 @@ from mine_candidates import phrases_of_size  # noqa: E402
 
 PORT = 6390
 STAGES = ("corpus", "parse", "typing", "augment", "candidates", "teacher")
+OUTPUTS = {"corpus": ("sentences", SENTENCES_SCHEMA), "parse": ("phrases", PHRASES_SCHEMA),
+           "typing": ("typed", TYPED_PHRASES_SCHEMA), "augment": ("variants", VARIANTS_SCHEMA),
+           "candidates": ("candidates", CANDIDATES_SCHEMA), "teacher": ("vectors", TEACHER_VECTORS_SCHEMA)}
+LOOPBACK = "Ray, 2 loopback nodes × 1 actor"
 
 
 def ray_cli(*args: str) -> None:
@@ -61,18 +68,25 @@ def start_loopback_nodes() -> str:
 def candidate_phrases(typed: Path, count: int, out: Path) -> Path:
     """`count` phrases for the candidates stage: the run's own, then variants of them (a typo, a word
     dropped or added; benchmarks/mine_candidates.py), the same in every run."""
-    phrases, _ = phrases_of_size(count, pl.read_parquet(typed)["phrase"].to_list(), seed=0)
+    phrases, _ = phrases_of_size(count, read_artifact(typed, TYPED_PHRASES_SCHEMA)["phrase"].to_list(), seed=0)
     pl.DataFrame({"phrase": phrases, "label_id": [0] * len(phrases)}).write_parquet(out)
     return out
 
 
-def run_stages(overrides: dict, folder: Path, teacher_texts: int, threads: int, mined_phrases: int) -> dict:
+def run_stages(overrides: dict, folder: Path, teacher_texts: int, threads: int, mined_phrases: int,
+               stages: tuple[str, ...]) -> dict:
     params = load_params("params.yaml", overrides)
-    files = {name: folder / f"{name}.parquet"
-             for name in ("sentences", "phrases", "typed", "variants", "candidates", "vectors")}
+    files = {name: folder / f"{name}.parquet" for name, _ in OUTPUTS.values()}
     torch.set_num_threads(threads)
     corpus_stage.run(params, output=files["sentences"], metrics=folder / "corpus.json")
     parse_stage.run(params, source=files["sentences"], output=files["phrases"], metrics=folder / "parse.json")
+    if "typing" in stages:
+        run_back_stages(params, files, folder, teacher_texts, mined_phrases)
+    return {"metrics": {stage: json.loads((folder / f"{stage}.json").read_text()) for stage in stages},
+            "rows": {stage: read_artifact(files[OUTPUTS[stage][0]], OUTPUTS[stage][1]) for stage in stages}}
+
+
+def run_back_stages(params, files: dict[str, Path], folder: Path, teacher_texts: int, mined_phrases: int) -> None:
     typing_stage.run(params, source=files["phrases"], output=files["typed"], metrics=folder / "typing.json")
     augment_stage.run(params, source=files["typed"], sentences=files["sentences"], output=files["variants"],
                       metrics=folder / "augment.json")
@@ -80,14 +94,11 @@ def run_stages(overrides: dict, folder: Path, teacher_texts: int, threads: int, 
     negatives_stage.run_candidates(params, source=mined, output=files["candidates"], metrics=folder / "candidates.json")
     # the teacher's slice: the first phrases, no candidates or variants
     sliced = {name: folder / f"teacher_{name}.parquet" for name in ("typed", "candidates", "variants")}
-    pl.read_parquet(files["typed"]).head(teacher_texts).write_parquet(sliced["typed"])
-    pl.read_parquet(files["candidates"]).head(0).write_parquet(sliced["candidates"])
+    read_artifact(files["typed"], TYPED_PHRASES_SCHEMA).head(teacher_texts).write_parquet(sliced["typed"])
+    read_artifact(files["candidates"], CANDIDATES_SCHEMA).head(0).write_parquet(sliced["candidates"])
     pl.DataFrame(schema={c: pl.String for c in ("phrase", "level", "method", "variant")}).write_parquet(sliced["variants"])
     teacher_stage.run(params, sliced["typed"], sliced["candidates"], sliced["variants"], files["vectors"],
                       folder / "teacher.json")
-    return {"metrics": {stage: json.loads((folder / f"{stage}.json").read_text()) for stage in STAGES},
-            "sentences": read_artifact(files["sentences"], SENTENCES_SCHEMA),
-            "bytes": tuple(files[name].read_bytes() for name in ("phrases", "typed", "variants", "candidates", "vectors"))}
 
 
 def on_ray(actors: int) -> dict:
@@ -100,7 +111,9 @@ def main() -> None:
     parser.add_argument("--teacher-texts", type=int, default=3000, help="phrases the teacher encodes")
     parser.add_argument("--candidate-phrases", type=int, default=100_000,
                         help="phrases the candidates stage mines (from 50K on, its blocking runs on Ray too); 0: the corpus's")
+    parser.add_argument("--until", choices=("parse", "teacher"), default="teacher", help="the last stage run")
     args = parser.parse_args()
+    stages = STAGES[:STAGES.index(args.until) + 1]
     # two nodes of one machine join with the token Ray keeps in ~/.ray/auth_token
     os.environ.update(RAY_AUTH_MODE="token", RAY_USAGE_STATS_ENABLED="0")
     ray_cli("get-auth-token", "--generate")
@@ -111,7 +124,8 @@ def main() -> None:
         "local, 2 cores": ({**base, "engine": "local", "parse.n_process": 2, "negatives.n_threads": 2}, 2),
         "Ray here, 1 actor": ({**base, "engine": "ray", "ray.num_cpus": 1, **on_ray(1)}, 1),
         "Ray here, 2 actors": ({**base, "engine": "ray", "ray.num_cpus": 2, **on_ray(2)}, 1),
-        "Ray, 2 loopback nodes × 1 actor": ({**base, "engine": "ray", **on_ray(2)}, 1),
+        LOOPBACK: ({**base, "engine": "ray", **on_ray(2)}, 1),
+        f"{LOOPBACK}, nodes read parse's input": ({**base, "engine": "ray", "ray.shared_storage": True, **on_ray(2)}, 1),
     }
     with tempfile.TemporaryDirectory() as scratch:
         results = {}
@@ -121,34 +135,39 @@ def main() -> None:
             if "loopback" in name:
                 overrides = {**overrides, "ray.address": start_loopback_nodes()}
                 try:
-                    results[name] = run_stages(overrides, folder, args.teacher_texts, threads, args.candidate_phrases)
+                    results[name] = run_stages(overrides, folder, args.teacher_texts, threads, args.candidate_phrases,
+                                               stages)
                 finally:
                     ray_cli("stop", "--force")
             else:
-                results[name] = run_stages(overrides, folder, args.teacher_texts, threads, args.candidate_phrases)
+                results[name] = run_stages(overrides, folder, args.teacher_texts, threads, args.candidate_phrases,
+                                           stages)
 
     reference = results["local, 1 core"]
     m = reference["metrics"]
-    print(f"\n{m['corpus']['documents']} documents → {m['corpus']['sentences']} sentences → {m['parse']['phrases']} "
-          f"phrases; candidates mined among {m['candidates']['phrases']} phrases: {m['candidates']['pairs']} pairs; "
-          f"the teacher encodes {m['teacher']['texts']} texts; 2 CPU cores\n")
-    print("| run | " + " | ".join(f"{stage} s" for stage in STAGES) + " | Ray nodes used | same output |")
-    print("|---|" + "---|" * (len(STAGES) + 2))
+    summary = f"{m['corpus']['documents']} documents → {m['corpus']['sentences']} sentences → {m['parse']['phrases']} phrases"
+    if "candidates" in stages:
+        summary += (f"; candidates mined among {m['candidates']['phrases']} phrases: {m['candidates']['pairs']} pairs; "
+                    f"the teacher encodes {m['teacher']['texts']} texts")
+    print(f"\n{summary}; 2 CPU cores\n")
+    print("| run | " + " | ".join(f"{stage} s" for stage in stages) + " | Ray nodes used | same output |")
+    print("|---|" + "---|" * (len(stages) + 2))
+    same = {name: all(r["rows"][stage].equals(reference["rows"][stage]) for stage in stages)
+            for name, r in results.items()}
     for name, r in results.items():
-        nodes = {r["metrics"][stage].get("ray_nodes", "–") for stage in STAGES}
-        same = r["sentences"].equals(reference["sentences"]) and r["bytes"] == reference["bytes"]
-        print(f"| {name} | " + " | ".join(f"{r['metrics'][stage]['seconds']:.1f}" for stage in STAGES)
-              + f" | {'/'.join(map(str, sorted(nodes, key=str)))} | {'yes' if same else 'NO'} |")
+        nodes = {r["metrics"][stage].get("ray_nodes", "–") for stage in stages}
+        print(f"| {name} | " + " | ".join(f"{r['metrics'][stage]['seconds']:.1f}" for stage in stages)
+              + f" | {'/'.join(map(str, sorted(nodes, key=str)))} | {'yes' if same[name] else 'NO'} |")
     print("\nRay ÷ local at equal cores (seconds; goal ≤ 1.15):")
     for local, ray in (("local, 1 core", "Ray here, 1 actor"), ("local, 2 cores", "Ray here, 2 actors"),
-                       ("local, 2 cores", "Ray, 2 loopback nodes × 1 actor")):
-        ratios = [results[ray]["metrics"][s]["seconds"] / results[local]["metrics"][s]["seconds"] for s in STAGES]
-        print(f"- {ray} vs {local}: " + ", ".join(f"{s} {x:.2f}×" for s, x in zip(STAGES, ratios)))
-    if any(not r["sentences"].equals(reference["sentences"]) or r["bytes"] != reference["bytes"] for r in results.values()):
+                       ("local, 2 cores", LOOPBACK), ("local, 2 cores", f"{LOOPBACK}, nodes read parse's input")):
+        ratios = [results[ray]["metrics"][s]["seconds"] / results[local]["metrics"][s]["seconds"] for s in stages]
+        print(f"- {ray} vs {local}: " + ", ".join(f"{s} {x:.2f}×" for s, x in zip(stages, ratios)))
+    if not all(same.values()):
         raise SystemExit("an engine wrote other output than the local 1-core run")
-    if {r.get("ray_nodes") for r in results["Ray, 2 loopback nodes × 1 actor"]["metrics"].values()} != {2}:
-        raise SystemExit("the two-node run did not use both nodes in every stage")
-
+    if any({r["metrics"][stage].get("ray_nodes") for stage in stages} != {2}
+           for name, r in results.items() if name.startswith(LOOPBACK)):
+        raise SystemExit("a two-node run did not use both nodes in every stage")
 
 if __name__ == "__main__":
     main()

@@ -110,14 +110,17 @@ def _commit(repo: Path, files: dict[str, str]) -> str:
 
 
 def _experiment_commit(repo: Path, seed_score: float, test_model_hash: str, overrides: dict,
-                       before_ray: bool = False) -> str:
+                       before_ray: bool = False, before_shared_storage: bool = False) -> str:
     """An experiment's commit: the project's params with `overrides` set, as `dvc exp run -S` leaves them;
-    `before_ray`: made before params.yaml had `engine` and the ray section."""
+    `before_ray`: made before params.yaml had `engine` and the ray section; `before_shared_storage`: before
+    it had ray.shared_storage."""
     params = yaml.safe_load((ROOT / "params.yaml").read_text())
     for dotted, value in overrides.items():
         set_key(params, dotted, value)
     if before_ray:
         del params["ray"], params["engine"]
+    if before_shared_storage:
+        del params["ray"]["shared_storage"]
     model = {"path": "models/pearl", "md5": "m1.dir"}
     lock = {"stages": {
         "average": {"outs": [model]},
@@ -142,7 +145,7 @@ def test_results_keep_only_scores_of_the_experiments_own_model_and_average_seeds
     table = load_table(_table(tmp_path, {"rows": {"default": {}, "no-type": {"train.type_weight": 0}},
                                          "seeds": [42, 1]}), ROOT / "params.yaml")
     no_type = {"train.type_weight": 0}
-    stale = _experiment_commit(repo, 50.0, "m0.dir", no_type)  # bench@bird read the baseline's model
+    stale = _experiment_commit(repo, 50.0, "m0.dir", no_type, before_shared_storage=True)  # bench@bird read the baseline's model
     fresh = _experiment_commit(repo, 52.0, "m1.dir", {**no_type, "train.seed": 1}, before_ray=True)
     elsewhere = _experiment_commit(repo, 60.0, "m1.dir", {"train.seed": 3})  # the default, run by another table
     monkeypatch.chdir(repo)
@@ -156,7 +159,7 @@ def test_results_keep_only_scores_of_the_experiments_own_model_and_average_seeds
     assert first["overrides"] == {"train.type_weight": 0} and first["train"]["steps"] == 270
 
     # a run counts for the row of its recipe, whatever its name (and wherever it ran: `second` predates
-    # `engine`); one of an older recipe (the default has moved on since) for none
+    # `engine`, `first` ray.shared_storage); one of an older recipe (the default has moved on since) for none
     older = {**first, "rev": "old", "seed": 7, "recipe": "older", "created": "2026-01-01T00:00:00+00:00"}
     rows = aggregate([older, first, second, other], table)
     assert first["recipe"] == second["recipe"] == table.recipes["no-type"] != other["recipe"]

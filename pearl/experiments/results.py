@@ -81,8 +81,9 @@ def _column(rev: str, lock: dict, params: dict, column: str) -> dict[str, float]
 
 
 def _with_engine(params: dict, default: Params) -> dict:
-    """Runs made before `engine` and the ray section existed ran locally; neither enters a recipe."""
-    return {"engine": "local", "ray": asdict(default.ray), **params} if isinstance(params, dict) else params
+    """A run's params with today's `engine` and ray section: neither enters a recipe (the same rows on
+    either engine), and older runs lack them, or keys added to the ray section since."""
+    return {**params, "engine": default.engine, "ray": asdict(default.ray)} if isinstance(params, dict) else params
 
 
 def read_run(found: Finished, tables: dict[str, Table], default: Params) -> dict | None:

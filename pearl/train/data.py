@@ -76,6 +76,7 @@ class TrainingSet:
         n_heldout = max(1, int(round(heldout_fraction * len(phrases))))
         self.heldout = np.sort(order[:n_heldout])
         self.train = np.sort(order[n_heldout:])
+        self._order_key, self._order = None, self.train
 
     @classmethod
     def load(cls, typed: Path, variants: Path, negatives: Path, heldout_fraction: float, seed: int,
@@ -111,8 +112,15 @@ class TrainingSet:
     def anchors(self, sampling: Sampling, step: int) -> np.ndarray:
         per_epoch = self.steps_per_epoch(sampling.batch_size)
         epoch, position = divmod(step, per_epoch)
-        order = np.random.default_rng([sampling.seed, 2, epoch]).permutation(self.train)
+        order = self._epoch_order(sampling.seed, epoch)
         return order[position * sampling.batch_size:(position + 1) * sampling.batch_size]
+
+    def _epoch_order(self, seed: int, epoch: int) -> np.ndarray:
+        # once per epoch, not per step: at 3.8M phrases a permutation takes longer than a GPU step
+        if self._order_key != (seed, epoch):
+            self._order = np.random.default_rng([seed, 2, epoch]).permutation(self.train)
+            self._order_key = (seed, epoch)
+        return self._order
 
     def batch_texts(self, sampling: Sampling, step: int
                     ) -> tuple[list[str], int, np.ndarray, np.ndarray, np.ndarray | None, dict]:

@@ -1,6 +1,7 @@
 """Training batches, the train and average stages, export and resume, on a tiny random backbone."""
 
 import json
+import os
 
 import numpy as np
 import polars as pl
@@ -11,6 +12,7 @@ from pearl.artifacts import HARD_NEGATIVES_SCHEMA, TEACHER_VECTORS_SCHEMA, TYPED
 from pearl.errors import PearlError
 from pearl.teacher.vectors import TeacherVectors
 from pearl.train.data import Sampling, TrainingSet
+from pearl.train.loop import loader_workers
 
 SCHEMAS = {"typed": TYPED_PHRASES_SCHEMA, "variants": VARIANTS_SCHEMA, "negatives": HARD_NEGATIVES_SCHEMA,
            "teacher": TEACHER_VECTORS_SCHEMA}
@@ -75,6 +77,26 @@ def test_epochs_cover_every_training_phrase_once(toy):
     steps = data.steps_per_epoch(6)
     seen = np.concatenate([data.anchors(sampling, s) for s in range(steps)])
     assert len(seen) == len(set(seen)) == steps * 6 and set(seen) <= set(data.train)
+
+
+def test_a_step_is_the_same_whichever_step_was_built_before(toy):
+    """DataLoader workers build steps out of order, across epochs."""
+    sampling = Sampling(3, 6, 0, {"char": 1.0, "token": 0.0, "phrase": 0.0})
+    per_epoch = _set(toy).steps_per_epoch(6)
+    steps = [per_epoch + 1, 0, 2 * per_epoch, 1, per_epoch + 1]
+    shared = _set(toy)
+    for step in steps:
+        assert np.array_equal(shared.anchors(sampling, step), _set(toy).anchors(sampling, step))
+    assert not np.array_equal(shared.anchors(sampling, 0), shared.anchors(sampling, per_epoch))
+
+
+@pytest.mark.parametrize("cores, local_world, device, workers", [
+    (2, 1, "cpu", 0), (16, 1, "cpu", 2), (16, 1, "cuda", 8), (4, 1, "cuda", 3), (16, 4, "cuda", 3), (1, 1, "cuda", 0)])
+def test_auto_workers_leave_cpu_cores_to_the_compute_and_feed_a_gpu(monkeypatch, cores, local_world, device, workers):
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: set(range(cores)), raising=False)
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", str(local_world))
+    assert loader_workers("auto", torch.device(device)) == workers
+    assert loader_workers(5, torch.device(device)) == 5
 
 
 def test_levels_switch_off(toy):

@@ -266,25 +266,18 @@ _KINDS = {
 
 def read_artifact(path: str | Path, schema: ArtifactSchema) -> pl.DataFrame:
     """Read an upstream artifact and check it, or fail in one line naming the file, column or row."""
-    path = Path(path)
-    redo = f"run `dvc repro {schema.producer}`"
-    if not path.exists():
-        raise PearlError(f"{path} is missing: {redo} first")
-    files = shard_files(path, redo) if path.is_dir() else [path]
+    path, redo, files = _located(path, schema)
     frames = []
     for file in files:
         try:
             frames.append(pl.read_parquet(file))
         except Exception as error:  # polars raises several types for corrupt files
-            raise PearlError(f"{file} is not a readable Parquet file ({_unreadable_part(file, error)}): "
-                             f"delete {path} and {redo}") from None
+            raise _unreadable(file, path, redo, error) from None
     df = pl.concat(frames)
     absent = [c for c in schema.columns if c not in df.columns]
     if absent:
         raise PearlError(f"{path} lacks column(s) {', '.join(absent)}: {redo}")
-    if df.height < schema.min_rows:
-        raise PearlError(f"{path} has no rows: nothing upstream survived; check the `{schema.producer}` "
-                         f"stage's params and inputs, then {redo}")
+    _check_rows(df.height, path, schema, redo)
     checked = {**schema.columns, **{c: k for c, k in schema.extra.items() if c in df.columns}}
     for name, column in checked.items():
         _check_column(path, df[name], column, redo)
@@ -303,28 +296,41 @@ def read_artifact(path: str | Path, schema: ArtifactSchema) -> pl.DataFrame:
 def artifact_files(path: str | Path, schema: ArtifactSchema) -> tuple[list[Path], int]:
     """The Parquet files of an artifact and its row count, for readers that take the files themselves
     (Ray's nodes): the manifest, each file's footer and its columns' types are checked, not its rows."""
-    path = Path(path)
-    redo = f"run `dvc repro {schema.producer}`"
-    if not path.exists():
-        raise PearlError(f"{path} is missing: {redo} first")
-    files = shard_files(path, redo) if path.is_dir() else [path]
+    path, redo, files = _located(path, schema)
     rows = 0
     for file in files:
         try:
             rows += pq.ParquetFile(file).metadata.num_rows
             types = pl.read_parquet_schema(file)
         except Exception as error:
-            raise PearlError(f"{file} is not a readable Parquet file ({_unreadable_part(file, error)}): "
-                             f"delete {path} and {redo}") from None
+            raise _unreadable(file, path, redo, error) from None
         for name, column in schema.columns.items():
             if name not in types:
                 raise PearlError(f"{file} lacks column {name}: {redo}")
             if not _KINDS[column.kind](types[name]):
                 raise PearlError(f"{file}: column {name} has type {types[name]}, expected {column.kind}: {redo}")
+    _check_rows(rows, path, schema, redo)
+    return files, rows
+
+
+def _located(path: str | Path, schema: ArtifactSchema) -> tuple[Path, str, list[Path]]:
+    """(path, what to run to redo it, its Parquet files), or a one-line error if it is missing."""
+    path = Path(path)
+    redo = f"run `dvc repro {schema.producer}`"
+    if not path.exists():
+        raise PearlError(f"{path} is missing: {redo} first")
+    return path, redo, shard_files(path, redo) if path.is_dir() else [path]
+
+
+def _unreadable(file: Path, path: Path, redo: str, error: Exception) -> PearlError:
+    return PearlError(f"{file} is not a readable Parquet file ({_unreadable_part(file, error)}): "
+                      f"delete {path} and {redo}")
+
+
+def _check_rows(rows: int, path: Path, schema: ArtifactSchema, redo: str) -> None:
     if rows < schema.min_rows:
         raise PearlError(f"{path} has no rows: nothing upstream survived; check the `{schema.producer}` "
                          f"stage's params and inputs, then {redo}")
-    return files, rows
 
 
 def _check_column(path: Path, values: pl.Series, column: Column, redo: str) -> None:

@@ -21,6 +21,7 @@ import pickle
 import re
 import socket
 import time
+import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
@@ -93,6 +94,12 @@ class NodeFiles:
 
 class PoisonedRow(PearlError):
     """A row that makes a stage's actor raise."""
+
+
+def partitions(keys: list[str], parts: int) -> pa.Array:
+    """Each key's shuffle partition, crc32 of its UTF-8 modulo `parts`: the same on every node and
+    run, unlike Python's salted hash()."""
+    return pa.array([zlib.crc32(key.encode("utf-8")) % parts for key in keys], pa.int32())
 
 
 class RowActor:

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -48,7 +47,7 @@ from rapidfuzz import fuzz, process
 from rapidfuzz.distance import Levenshtein
 
 from pearl.log import Stopwatch, get_logger
-from pearl.ray_engine import RowActor
+from pearl.ray_engine import RowActor, partitions
 
 log = get_logger("candidates")
 
@@ -184,15 +183,14 @@ SharedWords = Callable[[list[str], float, int], tuple[np.ndarray, np.ndarray]]  
 
 class WordKeys(RowActor):
     """A Ray actor (`engine: ray`): phrases and their ids in, their word_key_rows out, each with the
-    partition of its key (crc32, modulo `parts`) that the shuffle before capped_pairs groups by."""
+    partition of its key that the shuffle before capped_pairs groups by."""
 
     def __init__(self, min_share_ratio: float, parts: int):
         self.min_share_ratio, self.parts = min_share_ratio, parts
 
     def process(self, batch: pa.Table) -> pa.Table:
         rows = word_key_rows(batch["phrase"].to_pylist(), batch["id"].to_pylist(), self.min_share_ratio)
-        part = [zlib.crc32(key.encode("utf-8")) % self.parts for key in rows["key"].to_pylist()]
-        return rows.append_column("part", pa.array(part, pa.int32()))
+        return rows.append_column("part", partitions(rows["key"].to_pylist(), self.parts))
 
 
 def _join(left_key, left_id, right_key, right_id) -> tuple[np.ndarray, np.ndarray]:

@@ -7,7 +7,6 @@ what crosses process boundaries is small.
 from __future__ import annotations
 
 import os
-import zlib
 from collections import Counter
 from dataclasses import dataclass
 
@@ -19,7 +18,7 @@ from pearl.params import ParseParams
 from pearl.parse.dependency_constituents import sentence_constituents
 from pearl.parse.phrases import PhraseRules, sentence_phrases
 from pearl.parse.tree_constituents import tree_spans
-from pearl.ray_engine import RowActor
+from pearl.ray_engine import RowActor, partitions
 from pearl.spacy_models import load_spacy
 
 
@@ -83,8 +82,8 @@ def extract_in_worker(sentences: list[str]) -> tuple[int, Counter]:
 
 class PhraseCounter(RowActor):
     """A Ray actor (`engine: ray`): builds its parser once; a batch of sentences in, its
-    (phrase, lex_type) counts out as rows, each with the partition of its phrase (crc32 modulo
-    `parts`) that the shuffle before the phrases' totals groups by."""
+    (phrase, lex_type) counts out as rows, each with the partition of its phrase that the shuffle
+    before the phrases' totals groups by."""
 
     def __init__(self, p: ParseParams, parts: int):
         os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -101,5 +100,5 @@ class PhraseCounter(RowActor):
             "phrase": pa.array(phrases, pa.string()),
             "lex_type": pa.array([lex for _, lex in counts], pa.string()),
             "count": pa.array(list(counts.values()), pa.int64()),
-            "part": pa.array([zlib.crc32(phrase.encode("utf-8")) % self.parts for phrase in phrases], pa.int32()),
+            "part": partitions(phrases, self.parts),
         })

@@ -62,6 +62,9 @@ def ray_session(p: RayParams) -> Iterator[RayRun]:
         raise PearlError(f"cannot join the Ray cluster at ray.address={p.address!r} ({first_line(error)}): "
                          "start it with `ray start --head`, or set ray.address=null for a Ray on this "
                          "machine") from None
+    # Ray 2.60's default (V2) Parquet reader lists the files in a task of one CPU, which waits forever
+    # behind actors holding every CPU (a node of 1 CPU, or workers = CPUs): the V1 reader lists them here
+    ray.data.DataContext.get_current().use_datasource_v2 = False
     resources = ray.cluster_resources()
     log.info("Ray %s: %d node(s), %g CPU, %g GPU", "started here" if p.address is None else f"at {p.address}",
              len([n for n in ray.nodes() if n["Alive"]]), resources.get("CPU", 0), resources.get("GPU", 0))
@@ -198,10 +201,7 @@ def _actor_pipeline(rows: pa.Table | NodeFiles, actor: type[RowActor], construct
     ray = _import_ray()
     _check_fits(stage, name)
     if isinstance(rows, NodeFiles):
-        # Reading is I/O, so its tasks take no CPU from the actors. Ray 2.60's default (V2) Parquet
-        # reader lists the files in a task of one CPU, which waits forever behind actors holding every
-        # CPU (a node of 1 CPU, or workers = CPUs): the V1 reader lists them here
-        ray.data.DataContext.get_current().use_datasource_v2 = False
+        # reading is I/O, so its tasks take no CPU from the actors
         dataset = ray.data.read_parquet(rows.paths, columns=rows.columns, include_paths=True, num_cpus=0)
         batch_size = stage.batch_size
     else:

@@ -38,7 +38,7 @@ from pearl.augment import stage as augment_stage
 from pearl.corpus import stage as corpus_stage
 from pearl.entity_typing import stage as typing_stage
 from pearl.negatives import stage as negatives_stage
-from pearl.params import load_params
+from pearl.params import Params, load_params
 from pearl.parse import stage as parse_stage
 from pearl.teacher import stage as teacher_stage
 
@@ -86,7 +86,8 @@ def run_stages(overrides: dict, folder: Path, teacher_texts: int, threads: int, 
             "rows": {stage: read_artifact(files[OUTPUTS[stage][0]], OUTPUTS[stage][1]) for stage in stages}}
 
 
-def run_back_stages(params, files: dict[str, Path], folder: Path, teacher_texts: int, mined_phrases: int) -> None:
+def run_back_stages(params: Params, files: dict[str, Path], folder: Path, teacher_texts: int,
+                    mined_phrases: int) -> None:
     typing_stage.run(params, source=files["phrases"], output=files["typed"], metrics=folder / "typing.json")
     augment_stage.run(params, source=files["typed"], sentences=files["sentences"], output=files["variants"],
                       metrics=folder / "augment.json")

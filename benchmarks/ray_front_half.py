@@ -170,5 +170,6 @@ def main() -> None:
            for name, r in results.items() if name.startswith(LOOPBACK)):
         raise SystemExit("a two-node run did not use both nodes in every stage")
 
+
 if __name__ == "__main__":
     main()

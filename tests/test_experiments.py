@@ -183,12 +183,12 @@ def test_sweep_points_put_the_default_run_at_the_default_value(tmp_path):
     rows = {"default": cell(54.0), "lr-1.0e-05": cell(53.0), "lr-0.0001": cell(55.0)}
 
     points = sweep_points(table, rows)
-    assert [(p["train.lr"], p["tune_mean"]) for p in points["train.lr"]] == [(1e-5, 53.0), (3e-5, 54.0), (1e-4, 55.0)]
+    assert [(p["lr"], p["tune_mean"]) for p in points["train.lr"]] == [(1e-5, 53.0), (3e-5, 54.0), (1e-4, 55.0)]
     # a table pinned by `fixed` puts its default run at the pinned value, not at params.yaml's
     pinned = load_table(_table(tmp_path, {"sweeps": {"train.max_steps": [123, 999]}, "fixed": {"train.max_steps": 123}}),
                         ROOT / "params.yaml")
     steps = sweep_points(pinned, {"default": cell(54.0), "max_steps-999": cell(55.0)})["train.max_steps"]
-    assert [(p["train.max_steps"], p["tune_mean"]) for p in steps] == [(123, 54.0), (999, 55.0)]
+    assert [(p["max_steps"], p["tune_mean"]) for p in steps] == [(123, 54.0), (999, 55.0)]
 
 
 def test_figure4_draws_each_dataset_and_scores_the_types(make_params, tiny_encoder, tmp_path):
@@ -235,6 +235,16 @@ def test_results_draw_each_sweep_from_the_runs_of_todays_default_and_drop_a_plot
     assert pl.read_csv(plots / "t9_lr.csv")["lr"].to_list() == [1e-5, 3e-5]
     # alpha 0.5 is the default's run: one point is still a line to draw; the 1.0 run is of another recipe
     assert pl.read_csv(plots / "t9_alpha.csv")["alpha"].to_list() == [0.5]
+    assert _png_width(plots / "t9.png") == 2 * 288  # the README's image: a panel of 3.2 in at 90 dpi per param
     record.write_text(json.dumps({"runs": [run("lr-1.0e-05", table.recipes["lr-1.0e-05"])]}))
     write_results({"t9": table}, load_params(ROOT / "params.yaml"), [], record, tmp_path / "experiments.md", plots)
-    assert not (plots / "t9_alpha.csv").exists()
+    assert not (plots / "t9_alpha.csv").exists() and _png_width(plots / "t9.png") == 288
+    record.write_text(json.dumps({"runs": []}))
+    write_results({"t9": table}, load_params(ROOT / "params.yaml"), [], record, tmp_path / "experiments.md", plots)
+    assert sorted(p.name for p in plots.iterdir()) == []
+
+
+def _png_width(path) -> int:
+    header = path.read_bytes()[:24]
+    assert header[:8] == b"\x89PNG\r\n\x1a\n"
+    return int.from_bytes(header[16:20], "big")

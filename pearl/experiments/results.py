@@ -1,4 +1,5 @@
-"""Gathers the finished experiments into `metrics/experiments.{json,md}` and the sweep plots.
+"""Gathers the finished experiments into `metrics/experiments.{json,md}` and the sweep plots
+(CSV files for `dvc plots`, and one image per sweep table for the README).
 
 DVC's experiment refs do not travel with a push of the branch, so the JSON is the record: each
 run found by `dvc exp show` is added to (or replaces, by commit) the runs already recorded, and
@@ -24,7 +25,8 @@ from pearl.bench.report import TITLES, with_means
 from pearl.bench.task_names import ALL_TASKS, TUNE_TASKS
 from pearl.errors import PearlError
 from pearl.experiments import shell
-from pearl.experiments.definitions import Table, parse_name, recipe_of, sweep_row, yaml_value
+from pearl.experiments.definitions import Table, default_value, parse_name, recipe_of, sweep_row, yaml_value
+from pearl.experiments.sweep_figure import draw_sweeps, plot_column
 from pearl.log import get_logger
 from pearl.params import Params, parse_params
 
@@ -142,7 +144,7 @@ def aggregate(runs: list[dict], table: Table) -> dict[str, dict]:
 
 
 def sweep_points(table: Table, rows: dict[str, dict]) -> dict[str, list[dict]]:
-    """Param → [{param: value, tune_mean, tune_std, seeds}] along each swept param."""
+    """Param → [{plot_column(param): value, tune_mean, tune_std, seeds}] along each swept param."""
     points: dict[str, list[dict]] = {}
     if table.grid:
         return points
@@ -152,7 +154,8 @@ def sweep_points(table: Table, rows: dict[str, dict]) -> dict[str, list[dict]]:
             row = sweep_row(param, value, table.base)
             tune = rows.get(row, {}).get("tune", {}).get("tune")
             if tune:
-                line.append({param: value, "tune_mean": tune["mean"], "tune_std": tune["std"] or 0.0, "seeds": tune["n"]})
+                line.append({plot_column(param): value, "tune_mean": tune["mean"], "tune_std": tune["std"] or 0.0,
+                             "seeds": tune["n"]})
         points[param] = line
     return points
 
@@ -211,14 +214,19 @@ def write_results(tables: dict[str, Table], default: Params, found: list[Finishe
     result = {"runs": runs, "tables": aggregated}
     plots_dir.mkdir(parents=True, exist_ok=True)
     for name, table in tables.items():
-        for param, line in sweep_points(table, aggregated[name]).items():
-            leaf = param.rsplit(".", 1)[-1]  # a dot in a column name is a nested field to Vega-Lite
-            plot = plots_dir / f"{name}_{leaf}.csv"
+        lines = sweep_points(table, aggregated[name])
+        for param, line in lines.items():
+            plot = plots_dir / f"{name}_{plot_column(param)}.csv"
             if not line:  # none of its points run under today's default: an older plot would mislead
                 plot.unlink(missing_ok=True)
                 continue
             with atomic_path(plot) as tmp:
-                pl.DataFrame(line).rename({param: leaf}).write_csv(tmp)
+                pl.DataFrame(line).write_csv(tmp)
+        figure = plots_dir / f"{name}.png"
+        if any(lines.values()):
+            draw_sweeps(table.title, lines, {param: default_value(table.base, param) for param in lines}, figure)
+        else:
+            figure.unlink(missing_ok=True)
     write_json(result, out_json)
     with atomic_path(out_md) as tmp:
         tmp.write_text(markdown(tables, aggregated))

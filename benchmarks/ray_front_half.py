@@ -8,25 +8,34 @@
 
 Every run must write what the local 1-core run writes: the same rows in the same order, with equal
 values (Ray writes each output as a folder of shards); the two-node runs must have used both nodes
-in every stage (`ray_nodes`). A stage's
-seconds include its start-up (Ray, the actors and their models; the local pool and its models),
-as `dvc repro` pays it. The teacher encodes a slice of the phrases (`--teacher-texts`): all-mpnet-base-v2
+in every stage (`ray_nodes`, listed stage by stage); a failed check ends the script after its
+tables. A stage's seconds include its start-up (Ray, the actors and their models; the local pool
+and its models), as `dvc repro` pays it. The teacher encodes a slice of the phrases (`--teacher-texts`): all-mpnet-base-v2
 takes ~4 min for all of them on 2 cores. The candidates stage mines `--candidate-phrases` phrases, the
 corpus's and variants of them: from 50K on, its blocking runs on Ray too.
 
     python benchmarks/ray_front_half.py                      # the whole offline corpus (10K documents)
     python benchmarks/ray_front_half.py --docs 2000 --teacher-texts 1000
     python benchmarks/ray_front_half.py --until parse        # corpus and parse only
+    python benchmarks/ray_front_half.py --until parse --marginal
+
+`--marginal` runs everything again on half the work (documents, mined phrases, teacher texts) and
+prints Ray ÷ local on the added half, (full − half) ÷ (full − half): each stage's start-up, paid
+once whatever the corpus, cancels, which leaves the overhead that a corpus of hours would see; and
+each run's start-up, 2 × half − full. Both are differences of single runs: only stages that take
+tens of seconds here give a stable one, and mining is not linear in its phrases.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import polars as pl
@@ -51,18 +60,28 @@ OUTPUTS = {"corpus": ("sentences", SENTENCES_SCHEMA), "parse": ("phrases", PHRAS
            "typing": ("typed", TYPED_PHRASES_SCHEMA), "augment": ("variants", VARIANTS_SCHEMA),
            "candidates": ("candidates", CANDIDATES_SCHEMA), "teacher": ("vectors", TEACHER_VECTORS_SCHEMA)}
 LOOPBACK = "Ray, 2 loopback nodes × 1 actor"
+PAIRS = (("local, 1 core", "Ray here, 1 actor"), ("local, 2 cores", "Ray here, 2 actors"),
+         ("local, 2 cores", LOOPBACK), ("local, 2 cores", f"{LOOPBACK}, nodes read parse's input"))
 
 
 def ray_cli(*args: str) -> None:
     subprocess.run([str(Path(sys.executable).parent / "ray"), *args], check=True, capture_output=True)
 
 
-def start_loopback_nodes() -> str:
-    """A head and a worker node of 1 CPU each on 127.0.0.1; their address."""
-    ray_cli("start", "--head", "--node-ip-address=127.0.0.1", f"--port={PORT}", "--num-cpus=1",
-            "--include-dashboard=false", "--disable-usage-stats")
-    ray_cli("start", f"--address=127.0.0.1:{PORT}", "--node-ip-address=127.0.0.1", "--num-cpus=1")
-    return f"127.0.0.1:{PORT}"
+@contextlib.contextmanager
+def loopback_nodes(wanted: bool) -> Iterator[dict]:
+    """The `ray.address` of a head and a worker node of 1 CPU each, started on 127.0.0.1 and stopped
+    afterwards; no override, and no nodes, unless wanted."""
+    if not wanted:
+        yield {}
+        return
+    try:
+        ray_cli("start", "--head", "--node-ip-address=127.0.0.1", f"--port={PORT}", "--num-cpus=1",
+                "--include-dashboard=false", "--disable-usage-stats")
+        ray_cli("start", f"--address=127.0.0.1:{PORT}", "--node-ip-address=127.0.0.1", "--num-cpus=1")
+        yield {"ray.address": f"127.0.0.1:{PORT}"}
+    finally:
+        ray_cli("stop", "--force")
 
 
 def candidate_phrases(typed: Path, count: int, out: Path) -> Path:
@@ -113,13 +132,28 @@ def main() -> None:
     parser.add_argument("--candidate-phrases", type=int, default=100_000,
                         help="phrases the candidates stage mines (from 50K on, its blocking runs on Ray too); 0: the corpus's")
     parser.add_argument("--until", choices=("parse", "teacher"), default="teacher", help="the last stage run")
+    parser.add_argument("--marginal", action="store_true",
+                        help="run everything again on half the work and print Ray ÷ local with start-up cancelled")
     args = parser.parse_args()
     stages = STAGES[:STAGES.index(args.until) + 1]
     # two nodes of one machine join with the token Ray keeps in ~/.ray/auth_token
     os.environ.update(RAY_AUTH_MODE="token", RAY_USAGE_STATS_ENABLED="0")
     ray_cli("get-auth-token", "--generate")
 
-    base = {"corpus.max_docs": args.docs}
+    full = run_all(args.docs, args.teacher_texts, args.candidate_phrases, stages)
+    failed = report(full, stages)
+    if args.marginal:
+        documents = full["local, 1 core"]["metrics"]["corpus"]["documents"]
+        half = run_all(documents // 2, args.teacher_texts // 2, args.candidate_phrases // 2, stages)
+        print("\nThe same on half the work:")
+        failed += [f"half the work: {problem}" for problem in report(half, stages)]
+        report_marginal(full, half, stages)
+    if failed:
+        raise SystemExit("; ".join(failed))
+
+
+def run_all(docs: int | None, teacher_texts: int, candidate_phrases: int, stages: tuple[str, ...]) -> dict:
+    base = {"corpus.max_docs": docs}
     runs = {  # (overrides, torch threads)
         "local, 1 core": ({**base, "engine": "local", "parse.n_process": 1, "negatives.n_threads": 1}, 1),
         "local, 2 cores": ({**base, "engine": "local", "parse.n_process": 2, "negatives.n_threads": 2}, 2),
@@ -133,17 +167,18 @@ def main() -> None:
         for name, (overrides, threads) in runs.items():
             folder = Path(scratch) / str(len(results))
             folder.mkdir()
-            if "loopback" in name:
-                overrides = {**overrides, "ray.address": start_loopback_nodes()}
-                try:
-                    results[name] = run_stages(overrides, folder, args.teacher_texts, threads, args.candidate_phrases,
-                                               stages)
-                finally:
-                    ray_cli("stop", "--force")
-            else:
-                results[name] = run_stages(overrides, folder, args.teacher_texts, threads, args.candidate_phrases,
-                                           stages)
+            with loopback_nodes(name.startswith(LOOPBACK)) as address:
+                results[name] = run_stages({**overrides, **address}, folder, teacher_texts, threads,
+                                           candidate_phrases, stages)
+    return results
 
+
+def seconds(results: dict, run: str, stage: str) -> float:
+    return results[run]["metrics"][stage]["seconds"]
+
+
+def report(results: dict, stages: tuple[str, ...]) -> list[str]:
+    """Print the run's table and ratios; return the checks it fails."""
     reference = results["local, 1 core"]
     m = reference["metrics"]
     summary = f"{m['corpus']['documents']} documents → {m['corpus']['sentences']} sentences → {m['parse']['phrases']} phrases"
@@ -156,19 +191,29 @@ def main() -> None:
     same = {name: all(r["rows"][stage].equals(reference["rows"][stage]) for stage in stages)
             for name, r in results.items()}
     for name, r in results.items():
-        nodes = {r["metrics"][stage].get("ray_nodes", "–") for stage in stages}
-        print(f"| {name} | " + " | ".join(f"{r['metrics'][stage]['seconds']:.1f}" for stage in stages)
-              + f" | {'/'.join(map(str, sorted(nodes, key=str)))} | {'yes' if same[name] else 'NO'} |")
+        nodes = [str(r["metrics"][stage].get("ray_nodes", "–")) for stage in stages]
+        print(f"| {name} | " + " | ".join(f"{seconds(results, name, stage):.1f}" for stage in stages)
+              + f" | {'–' if set(nodes) == {'–'} else ', '.join(nodes)} | {'yes' if same[name] else 'NO'} |")
     print("\nRay ÷ local at equal cores (seconds; goal ≤ 1.15):")
-    for local, ray in (("local, 1 core", "Ray here, 1 actor"), ("local, 2 cores", "Ray here, 2 actors"),
-                       ("local, 2 cores", LOOPBACK), ("local, 2 cores", f"{LOOPBACK}, nodes read parse's input")):
-        ratios = [results[ray]["metrics"][s]["seconds"] / results[local]["metrics"][s]["seconds"] for s in stages]
+    for local, ray in PAIRS:
+        ratios = [seconds(results, ray, s) / seconds(results, local, s) for s in stages]
         print(f"- {ray} vs {local}: " + ", ".join(f"{s} {x:.2f}×" for s, x in zip(stages, ratios)))
-    if not all(same.values()):
-        raise SystemExit("an engine wrote other output than the local 1-core run")
-    if any({r["metrics"][stage].get("ray_nodes") for stage in stages} != {2}
-           for name, r in results.items() if name.startswith(LOOPBACK)):
-        raise SystemExit("a two-node run did not use both nodes in every stage")
+    failed = [f"{name} wrote other output than the local 1-core run" for name, ok in same.items() if not ok]
+    failed += [f"{name} used one node in {stage}" for name, r in results.items() if name.startswith(LOOPBACK)
+               for stage in stages if r["metrics"][stage].get("ray_nodes") != 2]
+    return failed
+
+
+def report_marginal(full: dict, half: dict, stages: tuple[str, ...]) -> None:
+    def added(run: str, stage: str) -> float:
+        return seconds(full, run, stage) - seconds(half, run, stage)
+
+    print("\nRay ÷ local on the added half of the work, start-up cancelled (goal ≤ 1.15):")
+    for local, ray in PAIRS:
+        print(f"- {ray} vs {local}: " + ", ".join(f"{s} {added(ray, s) / added(local, s):.2f}×" for s in stages))
+    print("\nStart-up, 2 × half − full (s):")
+    for run in full:
+        print(f"- {run}: " + ", ".join(f"{s} {2 * seconds(half, run, s) - seconds(full, run, s):.1f}" for s in stages))
 
 
 if __name__ == "__main__":

@@ -208,9 +208,12 @@ def report_marginal(full: dict, half: dict, stages: tuple[str, ...]) -> None:
     def added(run: str, stage: str) -> float:
         return seconds(full, run, stage) - seconds(half, run, stage)
 
+    def ratio(ray: str, local: str, stage: str) -> str:  # a stage too short here for a difference: –
+        return f"{added(ray, stage) / added(local, stage):.2f}×" if added(local, stage) > 0 else "–"
+
     print("\nRay ÷ local on the added half of the work, start-up cancelled (goal ≤ 1.15):")
     for local, ray in PAIRS:
-        print(f"- {ray} vs {local}: " + ", ".join(f"{s} {added(ray, s) / added(local, s):.2f}×" for s in stages))
+        print(f"- {ray} vs {local}: " + ", ".join(f"{s} {ratio(ray, local, s)}" for s in stages))
     print("\nStart-up, 2 × half − full (s):")
     for run in full:
         print(f"- {run}: " + ", ".join(f"{s} {2 * seconds(half, run, s) - seconds(full, run, s):.1f}" for s in stages))

@@ -84,8 +84,14 @@ def yaml_value(value: Any) -> str:
     return yaml.safe_dump(value, default_flow_style=True).strip().removesuffix("\n...").strip()
 
 
+def param_key(param: str) -> str:
+    """`section.key` without its section: what names a sweep's rows and its plot columns (a dot in a
+    column name is a nested field to Vega-Lite, `dvc plots`)."""
+    return param.rsplit(".", 1)[-1]
+
+
 def row_name(param: str, value: Any) -> str:
-    return f"{param.rsplit('.', 1)[-1]}-{yaml_value(value)}"
+    return f"{param_key(param)}-{yaml_value(value)}"
 
 
 def sweep_row(param: str, value: Any, default: Params) -> str:

@@ -25,8 +25,9 @@ from pearl.bench.report import TITLES, with_means
 from pearl.bench.task_names import ALL_TASKS, TUNE_TASKS
 from pearl.errors import PearlError
 from pearl.experiments import shell
-from pearl.experiments.definitions import Table, default_value, parse_name, recipe_of, sweep_row, yaml_value
-from pearl.experiments.sweep_figure import draw_sweeps, plot_column
+from pearl.experiments.definitions import (Table, default_value, param_key, parse_name, recipe_of, sweep_row,
+                                          yaml_value)
+from pearl.experiments.sweep_figure import draw_sweeps
 from pearl.log import get_logger
 from pearl.params import Params, parse_params
 
@@ -144,7 +145,7 @@ def aggregate(runs: list[dict], table: Table) -> dict[str, dict]:
 
 
 def sweep_points(table: Table, rows: dict[str, dict]) -> dict[str, list[dict]]:
-    """Param → [{plot_column(param): value, tune_mean, tune_std, seeds}] along each swept param."""
+    """Param → [{param_key(param): value, tune_mean, tune_std, seeds}] along each swept param."""
     points: dict[str, list[dict]] = {}
     if table.grid:
         return points
@@ -154,7 +155,7 @@ def sweep_points(table: Table, rows: dict[str, dict]) -> dict[str, list[dict]]:
             row = sweep_row(param, value, table.base)
             tune = rows.get(row, {}).get("tune", {}).get("tune")
             if tune:
-                line.append({plot_column(param): value, "tune_mean": tune["mean"], "tune_std": tune["std"] or 0.0,
+                line.append({param_key(param): value, "tune_mean": tune["mean"], "tune_std": tune["std"] or 0.0,
                              "seeds": tune["n"]})
         points[param] = line
     return points
@@ -216,7 +217,7 @@ def write_results(tables: dict[str, Table], default: Params, found: list[Finishe
     for name, table in tables.items():
         lines = sweep_points(table, aggregated[name])
         for param, line in lines.items():
-            plot = plots_dir / f"{name}_{plot_column(param)}.csv"
+            plot = plots_dir / f"{name}_{param_key(param)}.csv"
             if not line:  # none of its points run under today's default: an older plot would mislead
                 plot.unlink(missing_ok=True)
                 continue

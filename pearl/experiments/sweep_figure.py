@@ -7,16 +7,11 @@ from pathlib import Path
 from typing import Any
 
 from pearl.artifacts import atomic_path
-
-
-def plot_column(param: str) -> str:
-    """A swept param's column in the plot files: its key without the section, since a dot in a
-    column name is a nested field to Vega-Lite (`dvc plots`)."""
-    return param.rsplit(".", 1)[-1]
+from pearl.experiments.definitions import param_key
 
 
 def draw_sweeps(title: str, lines: dict[str, list[dict]], defaults: dict[str, Any], path: Path) -> None:
-    """`lines`: param → [{plot_column(param): value, tune_mean, tune_std, seeds}] (sweep_points);
+    """`lines`: param → [{param_key(param): value, tune_mean, tune_std, seeds}] (sweep_points);
     `defaults`: each param's value in the recipe swept around, marked on its panel."""
     import matplotlib
 
@@ -30,7 +25,7 @@ def draw_sweeps(title: str, lines: dict[str, list[dict]], defaults: dict[str, An
     for axis in axes.flat[len(drawn):]:
         axis.set_visible(False)
     for axis, (param, line) in zip(axes.flat, drawn.items()):
-        leaf = plot_column(param)
+        leaf = param_key(param)
         xs = [point[leaf] for point in line]
         axis.errorbar(xs, [p["tune_mean"] for p in line], yerr=[p["tune_std"] for p in line], marker="o", capsize=3)
         for point in line:

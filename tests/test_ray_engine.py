@@ -3,6 +3,7 @@
 import json
 
 import polars as pl
+import pyarrow as pa
 import pytest
 
 from pearl.artifacts import (CANDIDATES_SCHEMA, ShardedParquetWriter, PHRASES_SCHEMA, SENTENCES_SCHEMA, TEACHER_VECTORS_SCHEMA,
@@ -55,6 +56,28 @@ def test_parse_with_nodes_reading_the_sentence_shards_counts_the_local_engines_p
     assert numbers["ray"] == numbers["local"] and numbers["ray"]["sentences"] == len(sentences)
     assert numbers["ray"]["distinct_phrases"] > numbers["ray"]["phrases"]  # the shuffle's reduces drop the rare ones
     assert json.loads((tmp_path / "ray.json").read_text())["ray_nodes"] == 1
+
+
+@pytest.mark.slow
+def test_nodes_reading_the_shards_give_each_actor_call_one_batch(make_params, tmp_path):
+    """An actor takes whole blocks: Ray Data's default of a few large ones (blocks of 1 MB and more)
+    left one of two actors parsing 3 blocks of 7,278 sentences while the other, done with 2, waited."""
+    from pearl.artifacts import artifact_files
+    from pearl.ray_engine import NodeFiles, RowActor, map_with_actors, ray_session
+
+    class RowCounts(RowActor):
+        def process(self, batch):
+            return pa.table({"rows": [batch.num_rows]})
+
+    corpus = tmp_path / "sentences.parquet"
+    _sentence_shards(corpus, [f"{i} " + "word " * 200 for i in range(2000)], shard_rows=2000)  # 2 MB, one shard
+    params = make_params(engine="ray", ray__num_cpus=2, ray__parse__batch_size=250)
+    files, rows = artifact_files(corpus, SENTENCES_SCHEMA)
+    with ray_session(params.ray) as run:
+        calls = [n for out in map_with_actors(NodeFiles([str(file) for file in files], ["text"], rows), RowCounts, (),
+                                              params.ray.parse, "parse", str(corpus), run)
+                 for n in out["rows"].to_pylist()]
+    assert sorted(calls) == [250] * 8
 
 
 def _sentence_shards(path, sentences, shard_rows):

@@ -71,7 +71,7 @@ def phrases_on_ray(params: Params, source: Path) -> tuple[pl.DataFrame, Totals, 
     together, and tasks keep the frequent ones; the driver gets only the kept phrases and the totals."""
     if params.ray.shared_storage:
         files, sentences = artifact_files(source, SENTENCES_SCHEMA)
-        rows = NodeFiles([str(file.resolve()) for file in files], ["text"])
+        rows = NodeFiles([str(file.resolve()) for file in files], ["text"], sentences)
     else:
         rows = read_artifact(source, SENTENCES_SCHEMA).select("text").to_arrow()
         sentences = rows.num_rows

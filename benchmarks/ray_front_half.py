@@ -17,13 +17,15 @@ corpus's and variants of them: from 50K on, its blocking runs on Ray too.
     python benchmarks/ray_front_half.py                      # the whole offline corpus (10K documents)
     python benchmarks/ray_front_half.py --docs 2000 --teacher-texts 1000
     python benchmarks/ray_front_half.py --until parse        # corpus and parse only
-    python benchmarks/ray_front_half.py --until parse --marginal
+    python benchmarks/ray_front_half.py --until parse --marginal --repeats 3
 
 `--marginal` runs everything again on half the work (documents, mined phrases, teacher texts) and
 prints Ray ÷ local on the added half, (full − half) ÷ (full − half): each stage's start-up, paid
 once whatever the corpus, cancels, which leaves the overhead that a corpus of hours would see; and
-each run's start-up, 2 × half − full. Both are differences of single runs: only stages that take
-tens of seconds here give a stable one, and mining is not linear in its phrases.
+each run's start-up, 2 × half − full. Both are differences: only stages that take tens of seconds
+here give a stable one, and mining is not linear in its phrases. `--repeats N` runs the whole set N
+times, interleaved (full, half, full, half, ...), so that a slow spell of the machine hits every
+run alike; every figure is then the median of the N, with the range of the ratios beside it.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import argparse
 import contextlib
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -134,20 +137,24 @@ def main() -> None:
     parser.add_argument("--until", choices=("parse", "teacher"), default="teacher", help="the last stage run")
     parser.add_argument("--marginal", action="store_true",
                         help="run everything again on half the work and print Ray ÷ local with start-up cancelled")
+    parser.add_argument("--repeats", type=int, default=1, help="runs of the whole set; figures are medians")
     args = parser.parse_args()
     stages = STAGES[:STAGES.index(args.until) + 1]
     # two nodes of one machine join with the token Ray keeps in ~/.ray/auth_token
     os.environ.update(RAY_AUTH_MODE="token", RAY_USAGE_STATS_ENABLED="0")
     ray_cli("get-auth-token", "--generate")
 
-    full = run_all(args.docs, args.teacher_texts, args.candidate_phrases, stages)
-    failed = report(full, stages)
+    fulls, halves = [], []
+    for _ in range(args.repeats):
+        fulls.append(run_all(args.docs, args.teacher_texts, args.candidate_phrases, stages))
+        if args.marginal:
+            documents = fulls[0]["local, 1 core"]["metrics"]["corpus"]["documents"]
+            halves.append(run_all(documents // 2, args.teacher_texts // 2, args.candidate_phrases // 2, stages))
+    failed = report(fulls, stages)
     if args.marginal:
-        documents = full["local, 1 core"]["metrics"]["corpus"]["documents"]
-        half = run_all(documents // 2, args.teacher_texts // 2, args.candidate_phrases // 2, stages)
         print("\nThe same on half the work:")
-        failed += [f"half the work: {problem}" for problem in report(half, stages)]
-        report_marginal(full, half, stages)
+        failed += [f"half the work: {problem}" for problem in report(halves, stages)]
+        report_marginal(fulls, halves, stages)
     if failed:
         raise SystemExit("; ".join(failed))
 
@@ -173,50 +180,72 @@ def run_all(docs: int | None, teacher_texts: int, candidate_phrases: int, stages
     return results
 
 
-def seconds(results: dict, run: str, stage: str) -> float:
-    return results[run]["metrics"][stage]["seconds"]
+def seconds(repeats: list[dict], run: str, stage: str) -> float:
+    """The median over the repeats."""
+    return statistics.median(results[run]["metrics"][stage]["seconds"] for results in repeats)
 
 
-def report(results: dict, stages: tuple[str, ...]) -> list[str]:
-    """Print the run's table and ratios; return the checks it fails."""
-    reference = results["local, 1 core"]
-    m = reference["metrics"]
+def spread(ratios: list[float]) -> str:
+    """The median ratio, and its range when there are repeats."""
+    shown = f"{statistics.median(ratios):.2f}×"
+    return shown if len(ratios) == 1 else f"{shown} ({min(ratios):.2f}–{max(ratios):.2f})"
+
+
+def report(repeats: list[dict], stages: tuple[str, ...]) -> list[str]:
+    """Print the runs' table (median seconds) and ratios; return the checks any repeat fails."""
+    failed = []
+    for results in repeats:
+        failed += [problem for problem in checks(results, stages) if problem not in failed]
+    m = repeats[0]["local, 1 core"]["metrics"]
     summary = f"{m['corpus']['documents']} documents → {m['corpus']['sentences']} sentences → {m['parse']['phrases']} phrases"
     if "candidates" in stages:
         summary += (f"; candidates mined among {m['candidates']['phrases']} phrases: {m['candidates']['pairs']} pairs; "
                     f"the teacher encodes {m['teacher']['texts']} texts")
-    print(f"\n{summary}; 2 CPU cores\n")
+    runs = f"median of {len(repeats)} runs" if len(repeats) > 1 else "one run"
+    print(f"\n{summary}; 2 CPU cores; {runs}\n")
     print("| run | " + " | ".join(f"{stage} s" for stage in stages) + " | Ray nodes used | same output |")
     print("|---|" + "---|" * (len(stages) + 2))
-    same = {name: all(r["rows"][stage].equals(reference["rows"][stage]) for stage in stages)
-            for name, r in results.items()}
-    for name, r in results.items():
+    for name, r in repeats[0].items():
         nodes = [str(r["metrics"][stage].get("ray_nodes", "–")) for stage in stages]
-        print(f"| {name} | " + " | ".join(f"{seconds(results, name, stage):.1f}" for stage in stages)
-              + f" | {'–' if set(nodes) == {'–'} else ', '.join(nodes)} | {'yes' if same[name] else 'NO'} |")
+        same = all(same_rows(results, name, stages) for results in repeats)
+        print(f"| {name} | " + " | ".join(f"{seconds(repeats, name, stage):.1f}" for stage in stages)
+              + f" | {'–' if set(nodes) == {'–'} else ', '.join(nodes)} | {'yes' if same else 'NO'} |")
     print("\nRay ÷ local at equal cores (seconds; goal ≤ 1.15):")
     for local, ray in PAIRS:
-        ratios = [seconds(results, ray, s) / seconds(results, local, s) for s in stages]
-        print(f"- {ray} vs {local}: " + ", ".join(f"{s} {x:.2f}×" for s, x in zip(stages, ratios)))
-    failed = [f"{name} wrote other output than the local 1-core run" for name, ok in same.items() if not ok]
+        print(f"- {ray} vs {local}: " + ", ".join(
+            f"{s} {spread([seconds([r], ray, s) / seconds([r], local, s) for r in repeats])}" for s in stages))
+    return failed
+
+
+def same_rows(results: dict, name: str, stages: tuple[str, ...]) -> bool:
+    return all(results[name]["rows"][stage].equals(results["local, 1 core"]["rows"][stage]) for stage in stages)
+
+
+def checks(results: dict, stages: tuple[str, ...]) -> list[str]:
+    """Every run wrote the local 1-core run's rows; the two-node runs used both nodes in every stage."""
+    failed = [f"{name} wrote other output than the local 1-core run" for name in results
+              if not same_rows(results, name, stages)]
     failed += [f"{name} used one node in {stage}" for name, r in results.items() if name.startswith(LOOPBACK)
                for stage in stages if r["metrics"][stage].get("ray_nodes") != 2]
     return failed
 
 
-def report_marginal(full: dict, half: dict, stages: tuple[str, ...]) -> None:
-    def added(run: str, stage: str) -> float:
-        return seconds(full, run, stage) - seconds(half, run, stage)
+def report_marginal(fulls: list[dict], halves: list[dict], stages: tuple[str, ...]) -> None:
+    def added(full: dict, half: dict, run: str, stage: str) -> float:
+        return seconds([full], run, stage) - seconds([half], run, stage)
 
     def ratio(ray: str, local: str, stage: str) -> str:  # a stage too short here for a difference: –
-        return f"{added(ray, stage) / added(local, stage):.2f}×" if added(local, stage) > 0 else "–"
+        pairs = list(zip(fulls, halves))
+        if any(added(*pair, local, stage) <= 0 for pair in pairs):
+            return "–"
+        return spread([added(*pair, ray, stage) / added(*pair, local, stage) for pair in pairs])
 
     print("\nRay ÷ local on the added half of the work, start-up cancelled (goal ≤ 1.15):")
     for local, ray in PAIRS:
         print(f"- {ray} vs {local}: " + ", ".join(f"{s} {ratio(ray, local, s)}" for s in stages))
     print("\nStart-up, 2 × half − full (s):")
-    for run in full:
-        print(f"- {run}: " + ", ".join(f"{s} {2 * seconds(half, run, s) - seconds(full, run, s):.1f}" for s in stages))
+    for run in fulls[0]:
+        print(f"- {run}: " + ", ".join(f"{s} {2 * seconds(halves, run, s) - seconds(fulls, run, s):.1f}" for s in stages))
 
 
 if __name__ == "__main__":

@@ -4,11 +4,11 @@ Ray is imported only here and only when the engine is chosen, so the default loc
 starts it. Rows reach the actors as Arrow blocks through Ray's object store, so worker nodes need
 neither the project's files nor shared storage, only the same Python packages; or, with
 `ray.shared_storage`, the nodes read a stage's input files from storage they all see.
-- map_with_actors: a table the stage has read and checked, as a Ray Data pipeline; outputs come
-  back in completion order (typing, augment, teacher).
-- group_after_actors: the same, or Parquet files the nodes read themselves (NodeFiles), then a
-  reduce of each group of output rows sharing a key after Ray Data's hash shuffle (parse's phrase
-  counts, candidates' shared-word join).
+- map_with_actors: a table the stage has read and checked, or Parquet files the nodes read
+  themselves (NodeFiles), as a Ray Data pipeline; outputs come back in completion order (typing,
+  augment, teacher).
+- group_after_actors: the same, then a reduce of each group of output rows sharing a key after Ray
+  Data's hash shuffle (parse's phrase counts, candidates' shared-word join).
 - stream_through_actors: a stream too long to hold, or a table whose outputs must keep its order,
   through an ActorPool with one batch per actor in flight (corpus, candidates).
 """
@@ -228,18 +228,18 @@ def _results(dataset, name: str, source: str, run: RayRun) -> Iterator[pa.Table]
         raise _one_line(error, name, source) from None
 
 
-def map_with_actors(rows: pa.Table | NodeFiles, actor: type[RowActor], constructor_args: tuple, stage: RayStageParams,
-                    name: str, source: str, run: RayRun) -> Iterator[pa.Table]:
+def map_with_actors(rows: pa.Table | NodeFiles, actor: type[RowActor], constructor_args: tuple,
+                    stage: RayStageParams, name: str, source: str, run: RayRun) -> Iterator[pa.Table]:
     """Yield `actor(*constructor_args)(batch)` over `rows` (read from `source`, or the files the nodes
-    read) in batches of `stage.batch_size`, on a pool of `stage.workers` actors; record in `run` the nodes and the busy time.
-    Output batches come in completion order, not input order."""
+    read) in batches of `stage.batch_size`, on a pool of `stage.workers` actors; record in `run` the
+    nodes and the busy time. Output batches come in completion order, not input order."""
     yield from _results(_actor_pipeline(rows, actor, constructor_args, stage, name), name, source, run)
 
 
 def group_after_actors(rows: pa.Table | NodeFiles, actor: type[RowActor], constructor_args: tuple, key: str,
                        groups: int, reduce: Callable[[pa.Table], pa.Table], stage: RayStageParams, name: str,
                        source: str, run: RayRun) -> Iterator[pa.Table]:
-    """map_with_actors (over `rows` or the files the nodes read), then `reduce(group)` for each of the `groups` groups of the actors' output rows
+    """map_with_actors, then `reduce(group)` for each of the `groups` groups of the actors' output rows
     that share `key`: Ray Data's hash shuffle brings a group together on one node, where a Ray task of
     `stage.cpus_per_worker` CPUs reduces it. Groups come in no particular order."""
     # as many shuffle partitions as groups: Ray Data's default is 200, mostly empty here

@@ -15,6 +15,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator
@@ -46,7 +47,7 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         if path.is_dir() and (path / SHARD_MANIFEST).is_file():  # the sharded form of the same artifact
             shutil.rmtree(path)
         os.replace(tmp_path, path)
-    except OSError as error:  # disk full, file-size limit, read-only folder
+    except (OSError, pl.exceptions.PolarsError) as error:  # disk full, file-size limit, read-only folder
         raise _unwritable(path, error) from None
     finally:
         if tmp_path is not None:
@@ -73,11 +74,17 @@ def atomic_dir(path: str | Path, replaces: Callable[[Path], bool] = lambda old: 
                     raise PearlError(f"{path} exists and was not written by pearl: choose another output")
                 path.rename(Path(scratch) / "replaced")
             staged.rename(path)
-    except OSError as error:
+    except (OSError, pl.exceptions.PolarsError) as error:
         raise _unwritable(path, error) from None
 
 
-def _unwritable(path: Path, error: OSError) -> PearlError:
+def _unwritable(path: Path, error: OSError | pl.exceptions.PolarsError) -> Exception:
+    """A failed write as a one-line error; polars reports one as "... (os error N)", its other errors stay."""
+    if not isinstance(error, OSError):
+        found = re.search(r"\(os error (\d+)\)", str(error))
+        if found is None:
+            return error
+        error = OSError(int(found[1]), os.strerror(int(found[1])))
     return PearlError(f"{path} could not be written ({error.strerror or error}); free space or make {path.parent} "
                       "writable, then run again")
 
@@ -375,7 +382,11 @@ def _unreadable_part(path: Path, error: Exception) -> str:
 
 def write_json(obj: Any, path: str | Path) -> None:
     with atomic_path(path) as tmp:
-        tmp.write_text(json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+        tmp.write_text(_json_text(obj))
+
+
+def _json_text(obj: Any) -> str:
+    return json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
 def meta_path(artifact: str | Path) -> Path:
@@ -384,5 +395,15 @@ def meta_path(artifact: str | Path) -> Path:
 
 
 def write_meta(artifact: str | Path, meta: dict[str, Any]) -> None:
-    """Record what produced an artifact. Kept free of timings so reruns are byte-identical."""
+    """Record what produced an artifact (written after it: the corpus streams its data). Kept free of timings so
+    reruns are byte-identical."""
     write_json(meta, meta_path(artifact))
+
+
+def write_artifact(df: pl.DataFrame, path: str | Path, meta: dict[str, Any], shard_rows: int | None = None) -> None:
+    """A Parquet artifact (write_parquet) and its meta record (write_meta) as one unit: the record is staged first
+    and renamed in only after the data, so a failed write leaves both as they were and a record never describes
+    data that is not there. Only a kill between the two renames leaves the new data beside the old record."""
+    with atomic_path(meta_path(path)) as record:
+        record.write_text(_json_text(meta))
+        write_parquet(df, path, shard_rows)

@@ -26,6 +26,14 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
+
+@app.callback()
+def _options(verbose: Annotated[bool, typer.Option(
+        "--verbose", "-v", help="also show the libraries' logs and progress bars (model loading, downloads); "
+                                "give it before the command: pearl -v link …")] = False) -> None:
+    configure_logging(verbose)  # here, before any command imports the libraries that read these settings
+
+
 ParamsOption = Annotated[Path, typer.Option("--params", help="params file to read")]
 SetOption = Annotated[
     list[str] | None,
@@ -65,7 +73,6 @@ def _in_finaliser(frame) -> bool:
 
 @contextlib.contextmanager
 def _one_line_errors() -> Iterator[None]:
-    configure_logging()
     signal.signal(signal.SIGTERM, _raise_terminated)
     try:
         yield
@@ -150,9 +157,13 @@ def bench(
 ) -> None:
     """Evaluate any phrase encoder on the benchmark tasks, outside DVC; prints a table."""
     from pearl.bench.run import build_context, run_tasks
+    from pearl.bench.tasks import TASKS
 
     def evaluate(p: Params) -> None:
         chosen = [t.strip() for t in tasks.split(",") if t.strip()] or _suite_tasks(suite, p)
+        unknown = [t for t in chosen if t not in TASKS]
+        if unknown:
+            raise PearlError(f"--tasks: unknown task {unknown[0]!r} (valid: {', '.join(TASKS)})")
         results = run_tasks(build_context(p, model, _prefix_for(model, p)), chosen, out)
         width = max(map(len, results))
         typer.echo(f"{'task':<{width}}  score    std      n")
@@ -229,9 +240,11 @@ def embed(
             from pearl.tables import check_output_folder
 
             check_output_folder(out)
+        from pearl.embedder import PROGRESS_BAR_ABOVE
         from pearl.model.export import load
 
-        vectors = load(model).encode(texts, batch_size=batch_size, convert_to_numpy=True).astype(np.float32)
+        vectors = load(model).encode(texts, batch_size=batch_size, convert_to_numpy=True,
+                                     show_progress_bar=len(texts) > PROGRESS_BAR_ABOVE).astype(np.float32)
         if out is not None:
             from pearl.artifacts import atomic_path
 
@@ -257,6 +270,17 @@ def _product(work: Callable[[], None]) -> None:
         work()
 
 
+def _table(path: Path, where: str, *columns: str | None):
+    """A verb's input table, with the columns it names checked before the verb loads its model."""
+    from pearl.tables import read_table, require_column
+
+    table = read_table(path)
+    for column in columns:
+        if column is not None:
+            require_column(table, column, where)
+    return table
+
+
 index_app = typer.Typer(help="A persistent faiss index of names: build it once, link against it often.",
                         no_args_is_help=True)
 app.add_typer(index_app, name="index")
@@ -276,11 +300,12 @@ def index_build(
 ) -> None:
     """Embed a table's names into an index folder: rows.parquet, index.faiss, manifest.json."""
     from pearl.index.phrase_index import Index, IndexSettings
-    from pearl.tables import check_output_folder, read_table
+    from pearl.tables import check_output_folder
 
     def work() -> None:
         check_output_folder(out)
-        index = Index.from_table(read_table(input_file), column, id_column, model, dedupe=dedupe, prefix=prefix,
+        table = _table(input_file, "the names table", column, id_column)
+        index = Index.from_table(table, column, id_column, model, dedupe=dedupe, prefix=prefix,
                                  settings=IndexSettings(exact_below=exact_below), batch_size=batch_size)
         index.save(out)
         typer.echo(f"{len(index)} names ({index.kind}, {index.encoder.card.dimension or 'no'} dimensions) → {out}")
@@ -298,11 +323,11 @@ def index_add(
 ) -> None:
     """Append a table's names to an index; the names already there are not embedded again."""
     from pearl.index.phrase_index import Index
-    from pearl.tables import read_table
 
     def work() -> None:
+        table = _table(input_file, "the names table", column, id_column)
         index = Index.load(index_dir)
-        added = index.add_table(read_table(input_file), column, id_column, dedupe=dedupe)
+        added = index.add_table(table, column, id_column, dedupe=dedupe)
         index.save(index_dir)
         typer.echo(f"+{added} names → {len(index)} in {index_dir} ({index.kind})")
 
@@ -322,11 +347,15 @@ def link(
     """Entity linking: the top-k index entries of each mention → rank, id, name, score, matched."""
     from pearl.index.phrase_index import Index
     from pearl.linking.link import link as link_mentions
-    from pearl.tables import check_output, read_table, write_table
+    from pearl.scores import check_score
+    from pearl.tables import check_output, write_table
 
     def work() -> None:
         check_output(out)
-        mentions = read_table(input_file)
+        if k < 1:
+            raise PearlError(f"--k {k}: ask for at least 1 candidate")
+        check_score(min_score, "--min-score")
+        mentions = _table(input_file, "the mentions table", column)
         result = link_mentions(Index.load(index_dir, model), mentions, column, k, min_score)
         write_table(result, out)
         typer.echo(f"{len(mentions)} mentions, {result['matched'].sum()} candidate rows → {out}")
@@ -351,7 +380,6 @@ def join(
     explain: Annotated[bool, typer.Option(help="print the score distribution and the chosen cut")] = False,
 ) -> None:
     """Fuzzy join: each RIGHT row gets its best LEFT row by embedding (+ string) similarity, with the score."""
-    from pearl.index.encoder import load_encoder
     from pearl.joining.join import HOW, assemble, best_matches, explain as explain_scores
     from pearl.tables import check_output, read_table, write_table
 
@@ -363,8 +391,8 @@ def join(
         if how not in HOW:
             raise PearlError(f"--how {how!r}: inner or left")
         left_df, right_df = read_table(left), read_table(right)
-        matches = best_matches(left_df, right_df, left_on, right_on, load_encoder(model), threshold,
-                               string_weight, candidates, calibration_quantile)
+        matches = best_matches(left_df, right_df, left_on, right_on, model, threshold, string_weight, candidates,
+                               calibration_quantile)
         if explain:
             typer.echo(explain_scores(matches))
         if out is not None:
@@ -448,8 +476,11 @@ experiments_app = typer.Typer(help="The papers' experiments (experiments/*.yaml)
 app.add_typer(experiments_app, name="experiments")
 
 
-def _csv(value: str | None, cast: Callable = str) -> list | None:
-    return [cast(v) for v in value.split(",") if v] if value else None
+def _csv(value: str | None, option: str, cast: Callable = str) -> tuple | None:
+    try:
+        return tuple(cast(v) for v in value.split(",") if v) if value else None
+    except ValueError:
+        raise PearlError(f"{option} {value!r}: expected comma-separated {cast.__name__} values") from None
 
 
 @experiments_app.command("run")
@@ -472,8 +503,8 @@ def experiments_run(
         if suite not in ("tune", "test", "both"):
             raise PearlError(f"--suite {suite!r}: tune, test or both")
         targets = SUITES["tune"] + SUITES["test"] if suite == "both" else SUITES[suite]
-        definition = load_table(EXPERIMENTS_DIR / f"{table}.yaml", params)
-        runs = definition.runs(tuple(_csv(seeds, int)) if seeds else None, _csv(rows))
+        chosen_seeds, chosen_rows = _csv(seeds, "--seeds", int), _csv(rows, "--rows")
+        runs = load_table(EXPERIMENTS_DIR / f"{table}.yaml", params).runs(chosen_seeds, chosen_rows)
         head = shell.run(["git", "rev-parse", "HEAD"]).strip()
         done = set() if dry_run else {f.name for f in finished_experiments() if f.baseline == head}
         run_all(runs, load_params(params).base.seed, targets, done, dry_run)

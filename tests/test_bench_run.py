@@ -6,7 +6,7 @@ import pytest
 
 from pearl.bench import report
 from pearl.bench.run import resolve_kb
-from pearl.bench.task_names import GENERAL_TASKS, PHRASE_TASKS, TUNE_TASKS
+from pearl.bench.task_names import CLEAN_PPDB_TASKS, GENERAL_TASKS, PHRASE_TASKS, TUNE_TASKS
 from pearl.errors import PearlError
 from pearl.model_ids import resolve_model
 
@@ -43,6 +43,7 @@ def test_summary_average_deltas_references_and_tune_suite(tmp_path):
     # the better off-the-shelf model on avg9 is the reference (base's YAGO is 40 here)
     assert test["margin_over_best_offshelf"]["avg9"] == pytest.approx(test["model"]["avg9"] - test["ref:org/big"]["avg9"], abs=0.01)
     assert "general" not in test["margin_over_best_offshelf"]  # the reference has no general scores
+    assert "avg9_clean" not in test["model"]  # no clean PPDB scores here
     assert summary["tune"]["base"]["tune"] == 30.0 and summary["tune"]["delta"] == {"rw": 3.0}
     text = report.markdown(tmp_path, summary, tasks, tune, ["autofj"], "all-MiniLM-L6-v2")
     assert "| all-MiniLM-L6-v2 (backbone, untuned) |" in text and "| org/big (reference, untuned) |" in text
@@ -50,6 +51,26 @@ def test_summary_average_deltas_references_and_tune_suite(tmp_path):
     assert "### Tune suite (defaults are chosen here), tune suite" in text
     assert "90.0 ± 0.5" in text and "9000 names from the test file's canonical names" in text
     assert "700000 names from the paper's knowledge base" in text
+
+
+def test_summary_shows_the_clean_ppdb_average_beside_the_papers(tmp_path):
+    bench = tmp_path / "bench"
+    for task in PHRASE_TASKS:
+        _write(bench, "model", task, score=60.0, n=10)
+    for task in CLEAN_PPDB_TASKS:
+        _write(bench, "model", task, score=51.0, n=10)
+    tasks = [*PHRASE_TASKS, *CLEAN_PPDB_TASKS]
+    summary = report.summarise(tmp_path, tasks, [], [])
+    assert summary["test"]["model"]["avg9"] == 60.0 and summary["test"]["model"]["avg9_clean"] == 58.0
+    text = report.markdown(tmp_path, summary, tasks, [], [], "b")
+    assert "| Avg (9 tasks) | Avg (9, clean PPDB) |" in text and "| 60.0 | 58.0 |" in text
+
+
+def test_a_corrupt_metrics_file_is_one_line_naming_it(tmp_path):
+    _write(tmp_path / "bench", "base", "bird", score=60.0, n=1)
+    (tmp_path / "bench" / "base" / "bird.json").write_text('{"score": 6')
+    with pytest.raises(PearlError, match=r"bird.json: not a benchmark result .*dvc repro"):
+        report.summarise(tmp_path, ["bird"], [], [])
 
 
 def test_report_reads_only_the_listed_tasks(tmp_path):
@@ -81,7 +102,16 @@ def test_kb_settings(tmp_path, monkeypatch):
         resolve_kb("hub", "yago", "Lihuchen/pearl_benchmark")
 
 
-def test_packaged_backbone_resolves_offline_and_other_ids_pass_through(tmp_path, monkeypatch):
+@pytest.fixture
+def empty_hf_cache(tmp_path, monkeypatch):
+    """No hub model cached, whatever this machine's Hugging Face cache holds: the hub is asked."""
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hf-cache"))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+
+
+def test_packaged_backbone_resolves_offline_and_other_ids_pass_through(tmp_path, monkeypatch, empty_hf_cache):
     asked = []
     monkeypatch.setattr("huggingface_hub.model_info", lambda spec, timeout: asked.append(spec))
     path = Path(resolve_model("sentence-transformers/all-MiniLM-L6-v2"))
@@ -91,7 +121,7 @@ def test_packaged_backbone_resolves_offline_and_other_ids_pass_through(tmp_path,
     assert resolve_model("intfloat/e5-small-v2") == "intfloat/e5-small-v2" and asked == ["intfloat/e5-small-v2"]
 
 
-def test_an_unreachable_hub_fails_at_once_naming_the_param(monkeypatch):
+def test_an_unreachable_hub_fails_at_once_naming_the_param(monkeypatch, empty_hf_cache):
     def offline(spec, timeout):
         raise ConnectionError("Failed to resolve 'huggingface.co'")
 

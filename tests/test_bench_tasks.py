@@ -7,7 +7,7 @@ import pytest
 
 from pearl.bench import data, tasks
 from pearl.bench.metrics import choice_accuracy, pearson, tie_credit
-from pearl.bench.probe import ProbeSettings
+from pearl.bench.probe import ProbeSettings, probe_accuracy
 from pearl.bench.similarity import TrigramJaccard
 from pearl.bench.tasks import BenchContext
 from pearl.errors import PearlError
@@ -36,7 +36,7 @@ def one_hot(i, dim=64):
 def context(tmp_path, embedder, **kw):
     settings = dict(
         data_dir=tmp_path, short_text_dir=tmp_path, general_dir=tmp_path, tune_dir=tmp_path, seed=0,
-        probe=ProbeSettings(lr=1e-2, batch_size=32, max_epochs=60, patience=8),
+        probe=ProbeSettings(lrs=(1e-2,), batch_size=32, max_epochs=60, patience=8),
         ppdb_seeds=2, atis_seeds=2, kmeans_inits=5, kb={"yago": None, "umls": None}, embedder=embedder,
     )
     settings.update(kw)
@@ -233,6 +233,17 @@ def test_paraphrase_probe_learns_a_separable_task_and_not_a_constant(tmp_path):
         tasks.paraphrase(context(tmp_path, CONSTANT), filtered=True)
     clean = tasks.paraphrase(context(tmp_path, TableEmbedder(table)), filtered=False, clean=True)
     assert clean["score"] > 90 and clean["duplicates_dropped"] == 0 and 0 < clean["test_pairs"] < 60
+
+
+def test_probe_lr_is_chosen_on_validation_never_on_test():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(400, 8)).astype(np.float32)
+    y = (x[:, 0] > 0).astype(np.int64)
+    train, valid = (x[:200], y[:200]), (x[200:300], y[200:300])
+    flipped_test = (x[300:], 1 - y[300:])  # a test-chosen lr would be the one that never learns
+    settings = ProbeSettings(lrs=(1e-7, 1e-2), batch_size=32, max_epochs=20, patience=5)
+    result = probe_accuracy(train, valid, flipped_test, classes=2, seed=0, settings=settings)
+    assert result.lr == 1e-2 and result.accuracy < 0.2
 
 
 def test_clean_ppdb_dedupes_unordered_pairs_and_keeps_phrases_on_one_side():

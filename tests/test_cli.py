@@ -1,7 +1,13 @@
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 from typer.testing import CliRunner
 
 from pearl.cli import app
+from tests.conftest import ROOT
 
 runner = CliRunner()
 
@@ -26,8 +32,6 @@ def test_bad_params_are_one_line_errors_with_exit_code_1():
 
 
 def test_missing_upstream_artifact_names_the_stage(tmp_path, monkeypatch):
-    from tests.conftest import ROOT
-
     monkeypatch.chdir(tmp_path)
     result = runner.invoke(app, ["typing", "--params", str(ROOT / "params.yaml")])
     assert result.exit_code == 1
@@ -37,7 +41,6 @@ def test_missing_upstream_artifact_names_the_stage(tmp_path, monkeypatch):
 def test_a_sigterm_that_lands_in_a_finaliser_is_delivered_again(monkeypatch):
     """An exception raised in __del__ is printed and dropped, which once let a SIGTERMed stage finish."""
     import signal
-    import sys
     import time
 
     from pearl import cli
@@ -54,3 +57,84 @@ def test_a_sigterm_that_lands_in_a_finaliser_is_delivered_again(monkeypatch):
     assert sent == [signal.SIGTERM]
     with pytest.raises(cli.Terminated):
         cli._raise_terminated(signal.SIGTERM, sys._getframe())
+
+
+@pytest.fixture
+def loads(monkeypatch) -> list[str]:
+    """The models a test loads; each load fails, as a user's would after minutes of waiting."""
+    from sentence_transformers import SentenceTransformer
+
+    loaded = []
+
+    def load(self, model_name_or_path=None, *args, **kwargs):
+        loaded.append(str(model_name_or_path))
+        raise AssertionError(f"{model_name_or_path} was loaded before the flags were checked")
+
+    monkeypatch.setattr(SentenceTransformer, "__init__", load)  # pearl's own loader is a subclass
+    return loaded
+
+
+def _verb_commands(folder, model, index) -> dict[str, list[str]]:
+    names = str(folder / "names.csv")
+    return {
+        "index build": ["index", "build", "--input", names, "--column", "name", "--out", str(folder / "idx"),
+                        "--model", model],
+        "index add": ["index", "add", "--index", index, "--input", names, "--column", "name"],
+        "link": ["link", "--index", index, "--input", names, "--column", "name", "--out", str(folder / "l.csv")],
+        "join": ["join", names, names, "--left-on", "name", "--right-on", "name", "--model", model,
+                 "--out", str(folder / "j.csv")],
+        "embed": ["embed", "acme", "--model", model],
+        "types": ["types", "acme", "--model", model],
+        "bench": ["bench", "--model", model, "--params", str(ROOT / "params.yaml")],
+        "cluster": ["cluster", names, "--column", "name", "--model", model, "--out", str(folder / "c.csv")],
+    }
+
+
+@pytest.mark.parametrize("verb, flags, message", [
+    ("index build", ["--column", "nme"], "the names table has no column 'nme'"),
+    ("index build", ["--id-column", "key"], "the names table has no column 'key'"),
+    ("index add", ["--column", "nme"], "the names table has no column 'nme'"),
+    ("index add", ["--id-column", "key"], "the names table has no column 'key'"),
+    ("link", ["--k", "0"], "--k 0: ask for at least 1"),
+    ("link", ["--min-score", "7"], "--min-score 7.0: a cosine score lies in [-1, 1]"),
+    ("link", ["--column", "nme"], "the mentions table has no column 'nme'"),
+    ("join", ["--threshold", "7"], "--threshold 7.0: a cosine score lies in [-1, 1]"),
+    ("join", ["--candidates", "0"], "--candidates 0: at least 1"),
+    ("join", ["--string-weight", "2"], "--string-weight 2.0: a weight in [0, 1]"),
+    ("join", ["--calibration-quantile", "2"], "--calibration-quantile 2.0: a quantile in [0, 1]"),
+    ("join", ["--right-on", "nme"], "the right table has no column 'nme'"),
+    ("join", ["--how", "outer"], "--how 'outer': inner or left"),
+    ("embed", ["--out", "no-such-folder/v.npy"], "folder no-such-folder does not exist"),
+    ("types", ["--out", "types.txt"], "write .parquet or .csv"),
+    ("bench", ["--tasks", "turney,turnip"], "--tasks: unknown task 'turnip'"),
+    ("cluster", ["--threshold", "7"], "--threshold 7.0: a cosine score lies in [-1, 1]"),
+    ("cluster", ["--k", "0"], "--k 0: between 1 and the 2 distinct names"),
+    ("cluster", [], "give exactly one of --k"),
+])
+def test_every_verb_checks_its_flags_before_it_loads_the_model(verb, flags, message, tiny_text_encoder, tiny_encoder,
+                                                                 tmp_path, loads):
+    from pearl.index.phrase_index import Index
+
+    (tmp_path / "names.csv").write_text("name\nacme corp\nparis\n")
+    index = tmp_path / "index"
+    Index.build(["acme corp", "paris"], encoder=tiny_text_encoder).save(index)
+    result = runner.invoke(app, _verb_commands(tmp_path, str(tiny_encoder), str(index))[verb] + flags)
+    assert loads == [] and result.exit_code == 1, result.output
+    assert result.output.strip().startswith("error: ") and message in result.output, result.output
+
+
+@pytest.mark.slow
+def test_the_libraries_logs_and_bars_show_only_with_verbose(tiny_encoder, tmp_path):
+    """A verb's stderr holds pearl's own lines; the loaders' INFO lines and "Loading weights" bar need -v."""
+    (tmp_path / "names.txt").write_text("acme corp\nparis\n")
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("HF_", "TRANSFORMERS_", "TQDM_"))}
+    pearl = str(Path(sys.executable).parent / "pearl")
+    runs = [subprocess.Popen([pearl, *flags, "cluster", "names.txt", "--column", "text", "--model", str(tiny_encoder),
+                              "--k", "1", "--out", f"clusters{len(flags)}.csv"],
+                             cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True)
+            for flags in ((), ("-v",))]  # side by side: each pays the libraries' imports
+    quiet, verbose = (run.communicate(timeout=300)[1] for run in runs)
+    assert all(run.returncode == 0 for run in runs), quiet + verbose
+    assert "pearl.cluster: 2 rows" in quiet and "pearl.cluster: 2 rows" in verbose
+    for line in ("sentence_transformers.base.model: No device provided", "Loading weights"):
+        assert line not in quiet and line in verbose, quiet + verbose

@@ -177,6 +177,18 @@ def test_results_keep_only_scores_of_the_experiments_own_model_and_average_seeds
     assert "Not run yet (1 of 2 rows): default." in markdown({"t9": table}, {"t9": aggregate([first], table)})
 
 
+def test_a_cell_over_fewer_seeds_than_its_row_lists_shows_its_n(tmp_path):
+    table = load_table(_table(tmp_path, {"rows": {"default": {}}, "seeds": [42, 1, 2]}), ROOT / "params.yaml")
+    tune = {t: 50.0 for t in TUNE_TASKS}
+    runs = [{"rev": f"r{seed}", "seed": seed, "created": f"2026-01-0{i}T00:00:00+00:00", "recipe": table.recipes["default"],
+             "tune": tune if seed != 2 else {t: v for t, v in tune.items() if t != "rw"},
+             "tune_base": {}, "test": {}, "test_base": {}} for i, seed in enumerate((42, 1, 2), 1)]
+    text = markdown({"t9": table}, {"t9": aggregate(runs, table)})
+    row = next(line for line in text.splitlines() if line.startswith("| default |"))
+    assert "| 1,2,42 |" in row and "50.00 ± 0.00 (n=2)" in row  # RW and the tune mean: 2 of 3 seeds
+    assert row.count("(n=2)") == 2
+
+
 def test_sweep_points_put_the_default_run_at_the_default_value(tmp_path):
     table = load_table(_table(tmp_path, {"sweeps": {"train.lr": [1e-5, 3e-5, 1e-4]}}), ROOT / "params.yaml")
     cell = lambda m: {"tune": {"tune": {"mean": m, "std": None, "n": 1}}}  # noqa: E731
@@ -248,3 +260,14 @@ def _png_width(path) -> int:
     header = path.read_bytes()[:24]
     assert header[:8] == b"\x89PNG\r\n\x1a\n"
     return int.from_bytes(header[16:20], "big")
+
+
+def test_seeds_that_are_not_integers_fail_in_one_line_naming_the_flag():
+    from typer.testing import CliRunner
+
+    from pearl.cli import app
+
+    result = CliRunner().invoke(app, ["experiments", "run", "table3", "--seeds", "1,x", "--dry-run",
+                                      "--params", str(ROOT / "params.yaml")])
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit), repr(result.exception)
+    assert result.output.strip() == "error: --seeds '1,x': expected comma-separated int values"

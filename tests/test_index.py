@@ -1,6 +1,7 @@
 """pearl.index: search order, persistence, incremental adds, exact → HNSW, the manifest, refusals."""
 
 import json
+import random
 import re
 from pathlib import Path
 
@@ -9,7 +10,7 @@ import polars as pl
 import pytest
 
 from pearl.errors import PearlError
-from pearl.index.encoder import StringEncoder
+from pearl.index.encoder import ModelCard, StringEncoder
 from pearl.index.phrase_index import FAISS, MANIFEST, ROWS, Index, IndexSettings
 
 # Case variants: the same 3-gram set (Jaccard lower-cases) and the same vector under the tiny
@@ -277,3 +278,75 @@ def test_from_table_takes_pandas_like_polars(tiny_text_encoder):
     frame = pd.DataFrame({"name": ["paris", None, "rome"], "code": ["P", "X", "R"]})
     index = Index.from_table(frame, "name", "code", encoder=StringEncoder())
     assert (index.names, index.ids, index.stats["blank_skipped"]) == (["paris", "rome"], ["P", "R"], 1)
+
+
+def test_default_ids_after_dedupe_are_row_numbers_and_a_later_add_gets_new_ones():
+    index = Index.build(["a", "a", "b"], encoder=StringEncoder(), dedupe=True)
+    assert index.ids == ["0", "2"]
+    assert index.add(["c"]) == 1 and index.ids == ["0", "2", "3"]
+    assert index.stats["rows_read"] == 4
+
+
+class FixedVectors:
+    """An encoder that looks each text up in a table of unit vectors."""
+
+    kind = "embedding"
+    card = ModelCard("fixed", "embedding", "0" * 64, 2, "", None)
+
+    def __init__(self, table: dict[str, tuple[float, float]]):
+        self.table = table
+
+    def encode(self, texts):
+        return np.array([self.table[t] for t in texts], dtype=np.float32)
+
+    def truncated(self, texts):
+        return 0
+
+
+def test_near_ties_go_by_row_under_the_benchs_tie_rule_for_every_encoder():
+    from pearl.bench.similarity import TrigramJaccard
+
+    # 2999 of the query's 3-grams, or its 3001 and one more: Jaccard 0.99892 and 0.99892 + 4e-7
+    rng = random.Random(0)
+    query = "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(3000))
+    names = [query[:-1], query + "a", "zzz"]
+    tied = TrigramJaccard().top_ties([query], names)[0]
+    assert list(tied) == [0, 1]
+    scores, rows = Index.build(names, encoder=StringEncoder()).search([query], 3)
+    assert rows.tolist() == [[0, 1, 2]] and 0 < scores[0, 1] - scores[0, 0] < 1e-6
+
+    # cosines 0.8000004 and 0.8000006: 6 decimals would split them, the tolerance ties them
+    cosine = {"q": 1.0, "a": 0.8000004, "b": 0.8000006, "c": 0.5}
+    encoder = FixedVectors({t: (c, np.sqrt(1 - c * c)) for t, c in cosine.items()})
+    for settings in (IndexSettings(), IndexSettings(exact_below=0)):
+        scores, rows = Index.build(["a", "b", "c"], encoder=encoder, settings=settings).search(["q"], 3)
+        assert rows.tolist() == [[0, 1, 2]] and scores[0, 1] > scores[0, 0]
+
+
+@pytest.mark.parametrize("key", ["model", "count", "index", "rows_read", "truncated", "model.sha256",
+                                 "index.exact_below"])
+def test_a_manifest_missing_a_key_is_a_one_line_error_naming_it(key, tmp_path):
+    Index.build(NAMES, encoder=StringEncoder()).save(tmp_path / "idx")
+    manifest = json.loads((tmp_path / "idx" / MANIFEST).read_text())
+    *parents, last = key.split(".")
+    del (manifest[parents[0]] if parents else manifest)[last]
+    (tmp_path / "idx" / MANIFEST).write_text(json.dumps(manifest))
+    with pytest.raises(PearlError, match=rf"manifest.json has no {key!r}.*rebuild it with `pearl index build`") \
+            as error:
+        Index.load(tmp_path / "idx")
+    assert "\n" not in str(error.value)
+
+
+def test_a_faiss_write_error_is_one_line_and_leaves_the_old_index_or_none(tiny_text_encoder, tmp_path, monkeypatch):
+    from pearl.index import phrase_index
+
+    Index.build(NAMES[:3], encoder=tiny_text_encoder).save(tmp_path / "idx")
+    before = {p.name: p.read_bytes() for p in (tmp_path / "idx").iterdir()}
+    monkeypatch.setattr(phrase_index, "FAISS", "no-such-folder/index.faiss")  # faiss itself fails to open it
+    new = Index.build(NAMES, encoder=tiny_text_encoder)
+    for target in ("idx", "fresh"):
+        with pytest.raises(PearlError, match=rf"{target} could not be written \(.*could not open") as error:
+            new.save(tmp_path / target)
+        assert "\n" not in str(error.value)
+    assert {p.name: p.read_bytes() for p in (tmp_path / "idx").iterdir()} == before
+    assert [p.name for p in tmp_path.iterdir()] == ["idx"]  # no staging folder, no half-written "fresh"

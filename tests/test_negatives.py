@@ -7,17 +7,20 @@ import numpy as np
 import polars as pl
 import pytest
 
+from benchmarks.mine_candidates import brute_force_top_k, recall_at_k
 from pearl.negatives import stage
 from pearl.negatives import candidates
-from pearl.negatives.candidates import (
-    CandidateSettings, brute_force_top_k, edit_similarity, mine_candidates, recall_at_k, shared_word_pairs, top_k,
-)
+from pearl.negatives.candidates import CandidateSettings, mine_candidates, score_pairs, shared_word_pairs, top_k
 from pearl.negatives.hard_negatives import hard_negative_mask
 
 NYT_SET = ["The New York Times", "New York Post", "New York", "The New York Times Company", "nytimes",
            "the capital of France", "a red car", "red cars", "Stanley Kubrick", "Stanley Cup", "in 1968"]
 SETTINGS = CandidateSettings(top_k=10, min_edit_sim=0.7, scorer="lookalike", block_top_m=50, block_key_cap=10,
                              block_dim=256, block_nprobe=32, n_threads=2, seed=0)
+
+
+def edit_similarity(a: str, b: str, scorer: str = "lookalike") -> float:
+    return float(score_pairs([a], [b], scorer, 1)[0])
 
 
 def test_top_k_keeps_the_best_per_row_and_breaks_ties_by_index():
@@ -144,8 +147,11 @@ def test_negatives_stage_on_the_example(make_params, tmp_path):
     candidates = tmp_path / "candidates.parquet"
     params = make_params(model__teacher=None)  # scored by the backbone, whose cosines the rule was set for
     stage.run_candidates(params, source=phrases, output=candidates, metrics=tmp_path / "c.json")
+    variants = tmp_path / "variants.parquet"
+    pl.DataFrame(schema=dict.fromkeys(("phrase", "level", "method", "variant"), pl.String)).write_parquet(variants)
     out = tmp_path / "hard_negatives.parquet"
-    numbers = stage.run_negatives(params, source=phrases, candidates=candidates, output=out, metrics=tmp_path / "n.json")
+    numbers = stage.run_negatives(params, source=phrases, candidates=candidates, output=out,
+                                  metrics=tmp_path / "n.json", variants=variants)
     table = pl.read_parquet(out)
     of_nyt = set(table.filter(pl.col("phrase") == "The New York Times")["negative"].to_list())
     assert of_nyt == {"New York Post", "New York"}
@@ -160,3 +166,36 @@ def test_negatives_stage_on_the_example(make_params, tmp_path):
     stricter = make_params(negatives__min_edit_sim=0.8)
     fewer = stage.run_candidates(stricter, source=phrases, output=candidates, metrics=tmp_path / "c.json")
     assert fewer["pairs"] < json.loads((tmp_path / "n.json").read_text())["candidate_pairs"]
+
+
+def test_a_phrases_own_variants_are_never_its_hard_negatives(make_params, tmp_path):
+    from pearl.teacher.vectors import TeacherVectors
+
+    phrases = ["The New York Times", "NY Times", "New York Post"]
+    paths = {name: tmp_path / f"{name}.parquet" for name in ("typed", "candidates", "variants", "vectors")}
+    pl.DataFrame({"phrase": phrases, "label_id": pl.Series([0] * 3, dtype=pl.Int16)}).write_parquet(paths["typed"])
+    pl.DataFrame({"phrase": phrases[:1] * 2, "candidate": phrases[1:],
+                  "edit_sim": pl.Series([0.8, 0.72], dtype=pl.Float32)}).write_parquet(paths["candidates"])
+    # a view mined by the backbone (cos >= 0.8) that the teacher reads as unlike its phrase (cos 0 <= max_cos)
+    pl.DataFrame({"phrase": phrases[:1], "level": ["phrase"], "method": ["mined"], "variant": ["NY Times"]}
+                 ).write_parquet(paths["variants"])
+    TeacherVectors("toy/teacher", phrases, np.eye(3, dtype=np.float32)).save(paths["vectors"], {})
+    out = tmp_path / "hard_negatives.parquet"
+    numbers = stage.run_negatives(make_params(model__teacher="toy/teacher"), paths["typed"], paths["candidates"], out,
+                                  tmp_path / "n.json", paths["vectors"], variants=paths["variants"])
+    assert pl.read_parquet(out).filter(pl.col("phrase") == phrases[0])["negative"].to_list() == ["New York Post"]
+    meta = json.loads((tmp_path / "hard_negatives.meta.json").read_text())
+    metrics = json.loads((tmp_path / "n.json").read_text())
+    assert numbers["own_variants_removed"] == meta["own_variants_removed"] == metrics["own_variants_removed"] == 1
+
+
+def test_the_mining_module_holds_only_what_the_pipeline_runs():
+    """Recall checks and other helpers of tests and benchmarks live beside those, not in the library."""
+    import ast
+    import re
+    from pathlib import Path
+
+    source = Path(candidates.__file__).read_text()
+    library = "\n".join(path.read_text() for path in Path(candidates.__file__).parents[1].rglob("*.py"))
+    defined = [node.name for node in ast.parse(source).body if isinstance(node, (ast.FunctionDef, ast.ClassDef))]
+    assert [name for name in defined if len(re.findall(rf"\b{name}\b", library)) < 2] == []

@@ -111,3 +111,31 @@ def test_dvc_repro_then_noop_then_experiment(tmp_path):
     assert diff["metrics/teacher.json"]["texts"]["new"] == 0 < diff["metrics/teacher.json"]["texts"]["old"]
     assert diff["metrics/average.json"]["dimension"]["new"] < diff["metrics/average.json"]["dimension"]["old"]
     assert connections(repo) == []
+
+
+def _stages() -> dict[str, dict]:
+    """dvc.yaml's stages, a foreach stage as its `do` template."""
+    stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
+    return {name: stage.get("do", stage) for name, stage in stages.items()}
+
+
+# the code that loads models/pearl, which a stage reading it reads too
+EXPORT_LOADING = ["pearl/embedder.py", "pearl/model/export.py", "pearl/model/st_loader.py", "pearl/model/st_modules.py",
+                  "pearl/model/char_encoder.py", "pearl/model_ids.py"]
+
+
+def test_every_stage_that_loads_the_export_depends_on_the_code_that_loads_it():
+    assert [path for path in EXPORT_LOADING if not (ROOT / path).is_file()] == []
+    readers = {name: stage["deps"] for name, stage in _stages().items() if "models/pearl" in stage.get("deps", [])}
+    assert {"bench", "bench_tune", "figure4"} <= readers.keys()
+    missing = {name: [path for path in EXPORT_LOADING
+                      if not any(path == dep or path.startswith(f"{dep}/") for dep in deps)]
+               for name, deps in readers.items()}
+    assert missing == dict.fromkeys(readers, [])
+
+
+def test_a_stage_that_reads_the_bench_settings_depends_on_the_whole_section():
+    readers = {name: stage["params"] for name, stage in _stages().items() if name.split("_")[0] == "bench"}
+    sectioned = {name for name, params in readers.items() if "bench" in params}
+    assert sectioned == {"bench", "bench_base", "bench_ref", "bench_tune", "bench_tune_base", "bench_tune_ref"}
+    assert not [param for name in sectioned for param in readers[name] if param.startswith("bench.")]

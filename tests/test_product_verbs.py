@@ -112,6 +112,8 @@ def test_link_k_beyond_the_index_gives_every_name_best_first(string_index):
     links = pearl.link(index, ["paris", "  ", "berlin"], k=10)
     assert isinstance(links, pl.DataFrame)
     assert links.group_by("mention_row").len().sort("mention_row")["len"].to_list() == [4, 1, 4]
+    # a blank mention is never searched: it has no score, not a best one
+    assert links.filter(pl.col("mention_row") == 1).select("matched", "score").rows() == [(False, None)]
     paris = links.filter(pl.col("mention_row") == 0)
     assert paris["rank"].to_list() == [1, 2, 3, 4] and paris["id"][0] == "PA" and paris["score"][0] == 1.0
     assert paris["score"].is_sorted(descending=True)
@@ -210,6 +212,17 @@ def test_join_python_api_on_pandas_and_with_a_tiny_model(tiny_text_encoder):
         pearl.join(left, right, "name", "name", how="outer", encoder=StringEncoder())
 
 
+def join_error(left: pl.DataFrame, right: pl.DataFrame, left_on: str, right_on: str, tmp_path: Path, out: Path) -> str:
+    """`pearl join`'s one-line error on these tables, having checked it wrote nothing."""
+    left.write_csv(tmp_path / "left.csv")
+    right.write_csv(tmp_path / "right.csv")
+    error = one_line_error(invoke("join", tmp_path / "left.csv", tmp_path / "right.csv", "--left-on", left_on,
+                                  "--right-on", right_on, "--model", "string", "--threshold", "0.5",
+                                  "--out", out / "j.csv"))
+    assert sorted(listing(out)) == ["keep.txt"]
+    return error
+
+
 def test_join_never_overwrites_a_column_named_score_or_matched(tmp_path, out):
     left = pl.DataFrame({"name": ["Paris", "Rome"], "score": ["A+", "B"], "matched": ["x", "y"]})
     right = pl.DataFrame({"city": ["rome", "paris", "zzz"]})
@@ -217,13 +230,21 @@ def test_join_never_overwrites_a_column_named_score_or_matched(tmp_path, out):
     assert joined.columns == ["city", "name", "score_left", "matched_left", "score", "matched"]
     assert joined.select("score_left", "matched_left", "matched").rows() == [
         ("B", "y", True), ("A+", "x", True), (None, None, False)]
-    right.with_columns(score=pl.lit("7")).write_csv(tmp_path / "scored.csv")
-    left.write_csv(tmp_path / "left.csv")
-    error = one_line_error(invoke("join", tmp_path / "left.csv", tmp_path / "scored.csv", "--left-on", "name",
-                                  "--right-on", "city", "--model", "string", "--threshold", "0.5",
-                                  "--out", out / "j.csv"))
+    error = join_error(left, right.with_columns(score=pl.lit("7")), "name", "city", tmp_path, out)
     assert "the right table has a column 'score', which the join adds: rename it" in error
-    assert sorted(listing(out)) == ["keep.txt"]
+
+
+def test_join_refuses_a_left_column_whose_suffixed_name_is_taken_before_loading_the_model(tmp_path, out):
+    right = pl.DataFrame({"name": ["paris"], "name_left": ["x"]})
+    with pytest.raises(PearlError, match="'name' of the left table would become 'name_left', which the right table "
+                                         "has: rename one of them"):
+        pearl.join(DICTIONARY, right, "name", "name", model=str(tmp_path / "no-such-model"))
+    left = DICTIONARY.with_columns(name_left=pl.col("name"))
+    with pytest.raises(PearlError, match="'name' of the left table would become 'name_left', which the left table "
+                                         "has: rename one of them"):
+        pearl.join(left, right.drop("name_left"), "name", "name", model=str(tmp_path / "no-such-model"))
+    assert "would become 'name_left', which the right table has" in join_error(DICTIONARY, right, "name", "name",
+                                                                              tmp_path, out)
 
 
 # ---- cluster --------------------------------------------------------------------------------
@@ -244,6 +265,23 @@ def test_cluster_by_threshold_with_string(tmp_path, out):
     for _, members in result.drop_nulls("cluster").group_by("cluster"):
         assert members["representative"].n_unique() == 1 and members["representative"][0] in members["org"]
     assert result["representative"][4:6].to_list() == [None, None]
+
+
+def test_a_score_equal_to_the_cut_up_to_float_noise_reaches_it(tiny_text_encoder, tmp_path, out):
+    pl.DataFrame({"org": ["acme corp", "Acme Corp", "zeta"]}).write_csv(tmp_path / "orgs.csv")
+    ok(invoke("cluster", tmp_path / "orgs.csv", "--column", "org", "--model", "string", "--threshold", "1.0",
+              "--out", out / "c.csv"))
+    assert pl.read_csv(out / "c.csv")["cluster"].to_list() == [0, 0, 1]  # Jaccard 1.0 is at least 1.0
+    orgs = pl.DataFrame({"org": ["acme corp", "acme corporation"]})
+    assert pearl.cluster(orgs, "org", "string", threshold=8 / 17 + 1e-7)["cluster"].to_list() == [0, 0]  # 8/17
+    assert pearl.cluster(orgs, "org", "string", threshold=8 / 17 + 1e-5)["cluster"].to_list() == [0, 1]
+    # a name's cosine with itself is 1 − 1e-7 under float32 rounding, which --min-score 1 and --threshold 1 take
+    names = list(DICTIONARY["name"]) + ["rome", "tokyo"]
+    links = pearl.link(Index.build(names, encoder=tiny_text_encoder), names, k=1, min_score=1.0)
+    assert links["matched"].all() and links["score"].min() < 1.0
+    joined = pearl.join(pl.DataFrame({"n": names}), pl.DataFrame({"n": names}), "n", "n", threshold=1.0,
+                        encoder=tiny_text_encoder)
+    assert len(joined) == len(names)
 
 
 def test_cluster_by_k_with_a_tiny_model(tiny_encoder, tmp_path, out):
@@ -323,6 +361,16 @@ def test_types_command_prints_or_writes_predict_types(export, tiny_encoder, tmp_
     assert "its columns are: phrase" in one_line_error(invoke("types", "--input", tmp_path / "p.csv", "--model", export))
     assert "does not exist" in one_line_error(invoke("types", "x", "--model", export, "--out", out / "no" / "t.csv"))
     assert sorted(listing(out)) == ["keep.txt", "types.parquet"]
+
+
+def test_link_join_and_cluster_check_scores_with_one_shared_rule():
+    from pearl import scores
+    from pearl.clustering import cluster as clustering
+    from pearl.joining import join as joining
+    from pearl.linking import link as linking
+
+    for module in (linking, joining, clustering):
+        assert module.check_score is scores.check_score
 
 
 def test_verbs_are_lazy_attributes_of_pearl():

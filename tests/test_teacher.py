@@ -1,8 +1,10 @@
 """The teacher stage, its vectors, and their uses: negative scoring, the view filter, distillation."""
 
+import errno
 
 import numpy as np
 import polars as pl
+import pyarrow.parquet as pq
 import pytest
 import torch
 
@@ -22,6 +24,21 @@ def _inputs(tmp_path):
                   "variant": ["Times New York The", "NY Post"]}).write_parquet(paths["variants"])
     return paths
 
+
+
+@pytest.mark.parametrize("shard_rows", [None, 2], ids=["one file", "shards"])
+def test_a_failed_write_leaves_the_previous_vectors_beside_their_own_teacher(tmp_path, monkeypatch, shard_rows):
+    path = tmp_path / "vectors.parquet"
+    TeacherVectors("old/teacher", PHRASES[:3], np.eye(3, dtype=np.float32)).save(path, {}, shard_rows)
+
+    def disk_full(*args, **kwargs):
+        raise OSError(errno.EFBIG, "File too large")
+
+    monkeypatch.setattr(pl.DataFrame, "write_parquet", disk_full)
+    monkeypatch.setattr(pq.ParquetWriter, "write_table", disk_full)
+    with pytest.raises(PearlError, match="could not be written"):
+        TeacherVectors("new/teacher", PHRASES, np.eye(6, dtype=np.float32)).save(path, {}, shard_rows)
+    assert len(TeacherVectors.load(path, "old/teacher")) == 3
 
 @pytest.mark.slow
 def test_the_stage_encodes_phrases_candidates_and_chosen_variants_once(make_params, tiny_encoder, tmp_path):
@@ -45,7 +62,8 @@ def test_the_stage_encodes_phrases_candidates_and_chosen_variants_once(make_para
     from pearl.negatives.stage import run_negatives
 
     negatives = tmp_path / "hard_negatives.parquet"
-    result = run_negatives(params, paths["typed"], paths["candidates"], negatives, tmp_path / "n.json", out)
+    result = run_negatives(params, paths["typed"], paths["candidates"], negatives, tmp_path / "n.json", out,
+                           paths["variants"])
     assert result["encoder"] == str(tiny_encoder)
     scored = pl.read_parquet(negatives).drop_nulls("negative")
     expected = vectors.pair_cosine(scored["phrase"].to_list(), scored["negative"].to_list())

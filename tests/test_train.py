@@ -218,13 +218,32 @@ def test_average_exports_a_sentence_transformer_equal_to_pearls_encode(make_para
 
     import pearl
     from pearl.cli import app
+    from pearl.labels import LABELS
     from pearl.model.phrase_model import PhraseModel
+    from pearl.train.loop import training_seed, type_accuracy
     from pearl.train.stage import run_average
+    from pearl.types.predict import predict_types
 
-    params = _params(make_params, tiny_encoder, tmp_path, model__prefix="query: ", train__max_steps=3)
+    params = _params(make_params, tiny_encoder, tmp_path, model__prefix="query: ", train__max_steps=3,
+                     train__heldout_fraction=0.4)
     _train(params, toy, tmp_path)
-    numbers = run_average(params, tmp_path / "model", tmp_path / "export", tmp_path / "average.json")
+    tuned = PhraseModel.load(tmp_path / "model")
+    with torch.no_grad():  # three steps leave the head on one label: one that reads the vector tells the models apart
+        torch.manual_seed(0)
+        tuned.type_head.bias.zero_()
+        tuned.type_head.weight.zero_()
+        tuned.type_head.weight[[18, 37, 56]] = 10 * torch.randn(3, tuned.type_head.weight.shape[1])
+    tuned.save(tmp_path / "model")
+    numbers = run_average(params, tmp_path / "model", tmp_path / "export", tmp_path / "average.json", toy["typed"])
     assert numbers["tensors_averaged"] > 0 and numbers["dimension"] == 32 + 8
+    # the held-out type accuracy reported is the shipped export's, as `pearl types` reads it
+    data = TrainingSet.load(toy["typed"], toy["variants"], toy["negatives"], 0.4, training_seed(params))
+    heldout, labels = [data.phrases[i] for i in data.heldout], data.labels[data.heldout]
+    shipped = predict_types(tmp_path / "export", heldout)["label"].to_list()
+    accuracy = round(float(np.mean([label == LABELS[i] for label, i in zip(shipped, labels)])), 4)
+    before = round(type_accuracy(tuned, heldout, labels), 4)
+    assert (numbers["heldout_type_accuracy"], numbers["heldout_type_accuracy_before_averaging"]) == (accuracy, before)
+    assert accuracy != before
     modules = [m["type"] for m in json.loads((tmp_path / "export" / "modules.json").read_text())]
     assert modules[0] == "st_modules.PhraseTransformer" and modules[2] == "st_modules.CharFeatures"
     assert (tmp_path / "export" / "pearl_type_head.safetensors").is_file()
@@ -260,3 +279,21 @@ def test_a_batch_larger_than_the_phrases_is_a_one_line_error(make_params, tiny_e
     with pytest.raises(PearlError, match=r"train.batch_size \(500\) exceeds the \d+ training phrases: lower it"):
         _train(params, toy, tmp_path)
     assert not (tmp_path / "model").exists() and not (tmp_path / "train.json").exists()
+
+
+class _Payload:
+    """Pickled as a call that makes a folder: a full unpickler runs it while loading."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return os.mkdir, (str(self.marker),)
+
+
+def test_a_checkpoint_holding_an_arbitrary_object_is_refused(tmp_path):
+    from pearl.train.checkpoint import LATEST, load_checkpoint
+
+    marker = tmp_path / "ran"
+    torch.save({"step": 2, "fingerprint": "run", "log": [_Payload(marker)]}, tmp_path / LATEST)
+    assert load_checkpoint(tmp_path, "run") is None and not marker.exists()

@@ -11,7 +11,7 @@ import polars as pl
 import pyarrow as pa
 from tqdm import tqdm
 
-from pearl.artifacts import SENTENCES_SCHEMA, TYPED_PHRASES_SCHEMA, read_artifact, write_json, write_meta, write_parquet
+from pearl.artifacts import SENTENCES_SCHEMA, TYPED_PHRASES_SCHEMA, read_artifact, write_artifact, write_json
 from pearl.augment import phrase_level, token_level
 from pearl.augment.char_level import CharAugmenter
 from pearl.device import resolve_device
@@ -196,8 +196,8 @@ def run(params: Params, source: Path = PHRASES, sentences: Path = SENTENCES,
     variants, sources, ray_metrics = build_variants(params, phrases, sentences, source)
     timing = {**clock.report(log, len(phrases), "phrases"), **ray_metrics}
     numbers = {"phrases": len(phrases), "variants": variants.height, **coverage(variants, len(phrases))}
-    write_meta(output, {"stage": "augment", "seed": params.base.seed, **sources, **numbers})
-    write_parquet(variants, output, params.shard_rows)
+    write_artifact(variants, output, {"stage": "augment", "seed": params.base.seed, **sources, **numbers},
+                   params.shard_rows)
     # Parrot (phrase_backend: parrot) runs here whatever `engine` says
     write_json({**numbers, "engine": "ray" if ray_metrics else "local", **timing}, metrics)
     log.info("%d variants: %s", variants.height, numbers)

@@ -9,7 +9,7 @@ from scipy.stats import pearsonr, spearmanr
 from sklearn.cluster import KMeans
 from sklearn.metrics import normalized_mutual_info_score
 
-from pearl.bench.similarity import TIE_TOLERANCE
+from pearl.scores import tied_with_best
 
 
 def tie_credit(tied: Sequence[int], gold: set[int]) -> float:
@@ -25,7 +25,7 @@ def tied_accuracy(tied_per_item: Sequence[Sequence[int]], gold_per_item: Sequenc
 
 def choice_accuracy(scores_per_item: Sequence[np.ndarray], gold_index: Sequence[int]) -> float:
     """Accuracy of picking the gold candidate by highest score, ties credited 1/k."""
-    tied = [np.flatnonzero(s >= s.max() - TIE_TOLERANCE) for s in scores_per_item]
+    tied = [np.flatnonzero(tied_with_best(s)) for s in scores_per_item]
     return tied_accuracy(tied, [{g} for g in gold_index])
 
 

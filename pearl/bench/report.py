@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from pearl.artifacts import atomic_path, write_json
+from pearl.errors import PearlError
 from pearl.bench.task_names import CLEAN_PPDB_TASKS, GENERAL_TASKS, PHRASE_TASKS, SHORT_TEXT_TASKS, TUNE_TASKS
 
 TITLES = {
@@ -16,12 +17,15 @@ TITLES = {
     "simlex": "SimLex", "ws353_sim": "WS-sim", "ws353_rel": "WS-rel", "men": "MEN", "stsb": "STS-B",
     "conll2003_train": "CoNLL 03 train", "bc5cdr_train": "BC5CDR train", "stsb_dev": "STS-B dev",
     "rw": "RW", "simverb": "SimVerb", "wiki_aliases": "Wiki aliases",
-    "avg9": "Avg (9 tasks)", "general": "General (mean)", "tune": "Tune (mean)",
+    "avg9": "Avg (9 tasks)", "avg9_clean": "Avg (9, clean PPDB)", "general": "General (mean)", "tune": "Tune (mean)",
 }
 # column → the tasks it averages, when all are present
-MEANS = {"avg9": PHRASE_TASKS, "general": GENERAL_TASKS, "tune": TUNE_TASKS}
+# The paper's average puts PPDB twins on both sides of its split; the clean one swaps in the
+# leak-free PPDB columns.
+MEANS = {"avg9": PHRASE_TASKS, "avg9_clean": (*CLEAN_PPDB_TASKS, *PHRASE_TASKS[2:]), "general": GENERAL_TASKS,
+         "tune": TUNE_TASKS}
 TABLES = {
-    "test": [("Phrase tasks (paper Table 1)", [*PHRASE_TASKS, "avg9"]),
+    "test": [("Phrase tasks (paper Table 1)", [*PHRASE_TASKS, "avg9", "avg9_clean"]),
              ("Leak-free PPDB and the general-purpose guard", [*CLEAN_PPDB_TASKS, *GENERAL_TASKS, "general"]),
              ("Short-text classification (paper Table 2)", list(SHORT_TEXT_TASKS))],
     "tune": [("Tune suite (defaults are chosen here)", [*TUNE_TASKS, "tune"])],
@@ -34,7 +38,12 @@ def _load(metrics_dir: Path, system: str, tasks: list[str]) -> dict[str, dict]:
     for task in tasks:
         path = metrics_dir / system / f"{task}.json"
         if path.is_file():
-            found[task] = json.loads(path.read_text())
+            try:
+                found[task] = json.loads(path.read_text())
+            except (json.JSONDecodeError, UnicodeDecodeError):
+                found[task] = None
+            if not isinstance(found[task], dict):
+                raise PearlError(f"{path}: not a benchmark result (corrupt JSON): `dvc repro` re-runs the stage that writes it")
     return found
 
 

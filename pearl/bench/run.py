@@ -51,7 +51,7 @@ def build_context(params: Params, model: str | None, prefix: str, param: str = "
         general_dir=Path(b.general_dir),
         tune_dir=Path(b.tune_dir),
         seed=params.base.seed,
-        probe=ProbeSettings(lr=b.probe_lr, batch_size=b.probe_batch_size, max_epochs=b.probe_max_epochs, patience=b.probe_patience),
+        probe=ProbeSettings(lrs=tuple(b.probe_lrs), batch_size=b.probe_batch_size, max_epochs=b.probe_max_epochs, patience=b.probe_patience),
         ppdb_seeds=b.ppdb_seeds,
         atis_seeds=b.atis_seeds,
         kmeans_inits=b.kmeans_inits,

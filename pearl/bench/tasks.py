@@ -16,7 +16,7 @@ from tqdm import tqdm
 from pearl.bench import data, ppdb_split
 from pearl.embedder import Embedder
 from pearl.bench.metrics import choice_accuracy, kmeans_nmi, pearson, spearman, tied_accuracy
-from pearl.bench.probe import ProbeSettings, probe_accuracy
+from pearl.bench.probe import ProbeResult, ProbeSettings, probe_accuracy
 from pearl.bench.similarity import EmbeddingSimilarity, TrigramJaccard
 from pearl.bench.task_names import ALL_TASKS, TUNE_TASKS
 from pearl.bench.wiki_aliases import load_wiki_aliases
@@ -48,8 +48,10 @@ def _percent(value: float) -> float:
     return round(100 * float(value), 2)
 
 
-def _seeded(scores: list[float], n: int, **extra) -> dict:
-    return {"score": _percent(np.mean(scores)), "std": _percent(np.std(scores)), "n": n, "seeds": len(scores), **extra}
+def _seeded(results: list[ProbeResult], n: int, **extra) -> dict:
+    scores = [r.accuracy for r in results]
+    return {"score": _percent(np.mean(scores)), "std": _percent(np.std(scores)), "n": n, "seeds": len(scores),
+            "probe_lrs": [r.lr for r in results], **extra}
 
 
 PPDB_SPLIT = (0.7, 0.15, 0.15)  # train / validation (early stopping) / test
@@ -69,7 +71,7 @@ def paraphrase(ctx: BenchContext, filtered: bool, clean: bool = False) -> dict:
     features = np.hstack([vectors[: len(pairs.left)], vectors[len(pairs.left):]])
     labels = np.asarray(pairs.labels)
     n = len(labels)
-    scores, test_pairs = [], []
+    results, test_pairs = [], []
     for run in tqdm(range(ctx.ppdb_seeds), desc="probe seeds"):
         if clean:
             parts = ppdb_split.phrase_disjoint_split(pairs, PPDB_SPLIT, ctx.seed + run)
@@ -78,9 +80,9 @@ def paraphrase(ctx: BenchContext, filtered: bool, clean: bool = False) -> dict:
             a, b = int(PPDB_SPLIT[0] * n), int(sum(PPDB_SPLIT[:2]) * n)
             parts = [order[:a], order[a:b], order[b:]]
         split = [(features[p], labels[p]) for p in parts]
-        scores.append(probe_accuracy(*split, classes=2, seed=ctx.seed + run, settings=ctx.probe))
+        results.append(probe_accuracy(*split, classes=2, seed=ctx.seed + run, settings=ctx.probe))
         test_pairs.append(len(parts[2]))
-    return _seeded(scores, n, test_pairs=int(np.mean(test_pairs)), **extra)
+    return _seeded(results, n, test_pairs=int(np.mean(test_pairs)), **extra)
 
 
 def turney(ctx: BenchContext) -> dict:
@@ -142,11 +144,11 @@ def intent(ctx: BenchContext, length: str) -> dict:
     part = 0 if length == "short" else 1
     splits = [atis.splits[s][part] for s in ("train", "dev", "test")]
     features = [(ctx.vectors(s.texts), np.asarray(s.labels)) for s in splits]
-    scores = [
+    results = [
         probe_accuracy(*features, classes=len(atis.intents), seed=ctx.seed + run, settings=ctx.probe)
         for run in tqdm(range(ctx.atis_seeds), desc="probe seeds")
     ]
-    return _seeded(scores, len(splits[2].texts), length_cut_tokens=atis.cut, train=len(splits[0].texts))
+    return _seeded(results, len(splits[2].texts), length_cut_tokens=atis.cut, train=len(splits[0].texts))
 
 
 def scored_pairs(ctx: BenchContext, pairs: data.ScoredPairs) -> dict:

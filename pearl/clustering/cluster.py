@@ -15,8 +15,8 @@ import polars as pl
 from pearl.errors import PearlError
 from pearl.index import trigrams
 from pearl.index.encoder import STRING, Encoder, load_encoder
-from pearl.linking.link import check_score
 from pearl.log import get_logger
+from pearl.scores import TIE_TOLERANCE, check_score
 from pearl.tables import as_polars, like_input, text_column
 
 log = get_logger("cluster")
@@ -25,9 +25,10 @@ log = get_logger("cluster")
 MAX_AGGLOMERATIVE = 20_000
 
 
-def cluster_labels(texts: list[str], encoder: Encoder, k: int | None, threshold: float | None,
+def cluster_labels(texts: list[str], encoder: Encoder | str, k: int | None, threshold: float | None,
                    seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """(label of each text, representative text index of each label), for distinct `texts`."""
+    """(label of each text, representative text index of each label), for distinct `texts`. `encoder`
+    may be a model to load: it loads once the flags pass their checks."""
     from sklearn.cluster import AgglomerativeClustering, KMeans
 
     if (k is None) == (threshold is None):
@@ -38,14 +39,19 @@ def cluster_labels(texts: list[str], encoder: Encoder, k: int | None, threshold:
     if threshold is not None and len(texts) > MAX_AGGLOMERATIVE:
         raise PearlError(f"--threshold on {len(texts)} distinct names needs their {len(texts)}² distances; "
                          f"above {MAX_AGGLOMERATIVE} use --k")
+    if isinstance(encoder, str):
+        encoder = load_encoder(encoder)
     if len(texts) == 1:
         return np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64)
+    # sklearn merges only below the distance threshold: lift it by the tolerance, so that a similarity
+    # tied with the threshold (pearl.scores) merges, as "at least" says
+    distance_threshold = None if threshold is None else 1.0 - threshold + TIE_TOLERANCE
     if encoder.kind == STRING:
         if k is not None:
             raise PearlError("--k clusters vectors, and `string` has none: use --threshold, or an embedding model")
         similarity = trigrams.jaccard_matrix(texts, texts)
         labels = AgglomerativeClustering(n_clusters=None, metric="precomputed", linkage="average",
-                                         distance_threshold=1.0 - threshold).fit_predict(1.0 - similarity)
+                                         distance_threshold=distance_threshold).fit_predict(1.0 - similarity)
         return labels, _representatives(labels, lambda members: similarity[np.ix_(members, members)].mean(axis=1))
     vectors = encoder.encode(texts)
     if k is not None:
@@ -55,7 +61,7 @@ def cluster_labels(texts: list[str], encoder: Encoder, k: int | None, threshold:
         labels = np.unique(labels, return_inverse=True)[1]
     else:
         labels = AgglomerativeClustering(n_clusters=None, metric="cosine", linkage="average",
-                                         distance_threshold=1.0 - threshold).fit_predict(vectors)
+                                         distance_threshold=distance_threshold).fit_predict(vectors)
     return labels, _representatives(labels, lambda members: vectors[members] @ vectors[members].mean(axis=0))
 
 
@@ -76,7 +82,7 @@ def cluster(table, column: str, model: str = "models/pearl", k: int | None = Non
     if not cells.texts:
         raise PearlError(f"column {column!r} has no names: every cell is null or blank")
     distinct = list(dict.fromkeys(cells.texts))
-    labels, representative = cluster_labels(distinct, encoder or load_encoder(model), k, threshold, seed)
+    labels, representative = cluster_labels(distinct, encoder or model, k, threshold, seed)
     label_of = dict(zip(distinct, labels))
     renumber: dict[int, int] = {}  # sklearn's label order → first appearance in the table
     cluster_of_row = [None] * len(df)

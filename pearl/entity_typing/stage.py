@@ -7,7 +7,7 @@ from pathlib import Path
 import polars as pl
 import pyarrow as pa
 
-from pearl.artifacts import PHRASES_SCHEMA, read_artifact, write_json, write_meta, write_parquet
+from pearl.artifacts import PHRASES_SCHEMA, read_artifact, write_artifact, write_json
 from pearl.entity_typing.coverage import phrase_entity_type
 from pearl.entity_typing.ner import SpacyNER, TransformersNER, build_ner
 from pearl.errors import PearlError
@@ -84,15 +84,14 @@ def run(params: Params, source: Path = INPUT, output: Path = OUTPUT, metrics: Pa
         "labels_used": typed["label_id"].n_unique(),
         **shares(typed["ent_type"], ENTITY_TYPES),
     }
-    write_meta(output, {
+    write_artifact(typed, output, {
         "stage": "typing",
         "backend": params.typing.backend,
         "ner": description,
         "engine": params.engine,
         "label_set": f"{len(LEX_TYPES)} lexical x {len(ENTITY_TYPES)} entity types = {len(LABELS)} labels (pearl.labels)",
         **numbers,
-    })
-    write_parquet(typed, output, params.shard_rows)
+    }, params.shard_rows)
     write_json({**numbers, **timing}, metrics)
     log.info("OTHER share %.3f, %d labels used", numbers["share_OTHER"], numbers["labels_used"])
     return numbers

@@ -62,7 +62,7 @@ class Table:
     recipes: dict[str, str]  # row → recipe_of its params: the runs that count for it
     base: Params  # the default with `fixed` applied: what a sweep varies around
 
-    def runs(self, seeds: tuple[int, ...] | None = None, rows: list[str] | None = None) -> list[Run]:
+    def runs(self, seeds: tuple[int, ...] | None = None, rows: tuple[str, ...] | None = None) -> list[Run]:
         unknown = sorted(set(rows or []) - set(self.rows))
         if unknown:
             raise PearlError(f"{self.name}: no row {', '.join(unknown)} (rows: {', '.join(self.rows)})")

@@ -161,10 +161,12 @@ def sweep_points(table: Table, rows: dict[str, dict]) -> dict[str, list[dict]]:
     return points
 
 
-def _cell(stat: dict | None) -> str:
+def _cell(stat: dict | None, seeds: int) -> str:
+    """Mean ± std, and the n behind it when fewer seeds scored it than the row lists."""
     if not stat:
         return "–"
-    return f"{stat['mean']:.2f}" + (f" ± {stat['std']:.2f}" if stat["std"] is not None else "")
+    return (f"{stat['mean']:.2f}" + (f" ± {stat['std']:.2f}" if stat["std"] is not None else "")
+            + (f" (n={stat['n']})" if stat["n"] < seeds else ""))
 
 
 def _overrides(overrides: dict) -> str:
@@ -188,11 +190,12 @@ def markdown(tables: dict[str, Table], aggregated: dict[str, dict]) -> str:
                 continue
             tune = cells["tune"].get("tune")
             delta = (f"{tune['mean'] - reference['mean']:+.2f}" if tune and reference and row != "default" else "")
+            seeds = len(cells["seeds"])
             out.append("| " + " | ".join([
                 row, _overrides(cells["overrides"]), ",".join(map(str, cells["seeds"])),
-                *(_cell(cells["tune"].get(t)) for t in TUNE_TASKS), _cell(tune), delta,
-                _cell(cells["test"].get("avg9")), _cell(cells["test"].get("general")),
-                _cell(cells["tune_base"].get("tune"))]) + " |")
+                *(_cell(cells["tune"].get(t), seeds) for t in TUNE_TASKS), _cell(tune, seeds), delta,
+                _cell(cells["test"].get("avg9"), seeds), _cell(cells["test"].get("general"), seeds),
+                _cell(cells["tune_base"].get("tune"), seeds)]) + " |")
         missing = [row for row, cells in rows.items() if not cells["seeds"]]
         if len(missing) == len(rows):
             out = out[:-2] + ["No row run yet."]

@@ -8,14 +8,14 @@ index or none, never half of one):
 - `manifest.json`: format and pearl version, the encoder (id, weights sha256, dimension,
   prefix), the count and the index kind with its params.
 
-Results are ordered by score, then by row (the order names were added): equal scores never
-depend on the search structure. `add` embeds only the new names.
+Results are ordered by score, then by row (the order names were added): equal scores (the
+benchmark's tie rule, pearl.scores) never depend on the search structure. `add` embeds only the new names.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from importlib import metadata
 from pathlib import Path
 
@@ -27,6 +27,7 @@ from pearl.errors import PearlError
 from pearl.index import trigrams
 from pearl.index.encoder import STRING, Encoder, ModelCard, load_encoder
 from pearl.log import get_logger
+from pearl.scores import rank
 from pearl.tables import as_polars, check_output_folder, require_column, text_column
 
 log = get_logger("index")
@@ -36,8 +37,7 @@ FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
 ROWS = "rows.parquet"
 FAISS = "index.faiss"
-# Scores closer than this are one tie (float32 cosine noise is ~1e-7).
-TIE_DECIMALS = 6
+STATS = ("rows_read", "blank_skipped", "truncated")
 
 
 @dataclass(frozen=True)
@@ -117,9 +117,10 @@ class Index:
             ids = [str(self.stats["rows_read"] + i) for i in range(len(names))]
         if len(ids) != len(names):
             raise PearlError(f"{len(names)} names but {len(ids)} ids")
+        read = len(names)
         names, ids = self._checked_rows(list(names), [str(i) for i in ids], dedupe)
-        if not given_ids:
-            self.stats["rows_read"] += len(ids)
+        if not given_ids:  # dropped duplicates count too: the next default id is past every row read
+            self.stats["rows_read"] += read
         if not names:  # every one already indexed, and dedupe asked to skip them
             return 0
         truncated = self.encoder.truncated(names)
@@ -209,8 +210,10 @@ class Index:
         wide = min(len(self), k + 8)
         vectors = self.encoder.encode(queries) if vectors is None else vectors
         scores, rows = self._faiss.search(np.ascontiguousarray(vectors), wide)
-        key = np.where(rows < 0, np.inf, -np.round(scores, TIE_DECIMALS))
-        order = np.lexsort((np.where(rows < 0, len(self), rows), key), axis=1)[:, :k]
+        scores = np.where(rows < 0, -np.inf, scores)  # a result HNSW did not find (row -1) comes last
+        by_row = np.argsort(np.where(rows < 0, len(self), rows), axis=1)  # rank wants the columns in row order
+        scores, rows = np.take_along_axis(scores, by_row, axis=1), np.take_along_axis(rows, by_row, axis=1)
+        order = rank(scores, k)
         return np.take_along_axis(scores, order, axis=1), np.take_along_axis(rows, order, axis=1)
 
     # ---- persistence ----------------------------------------------------------------------
@@ -235,7 +238,10 @@ class Index:
                 schema["vector"] = pl.Array(pl.Float32, self.vectors.shape[1])
             pl.DataFrame(columns, schema=schema).write_parquet(staged / ROWS, compression="zstd")
             if self._faiss is not None:
-                faiss.write_index(self._faiss, str(staged / FAISS))
+                try:
+                    faiss.write_index(self._faiss, str(staged / FAISS))
+                except RuntimeError as error:  # how faiss fails to write; atomic_dir words an OSError in one line
+                    raise OSError(str(error).rpartition("failed: ")[2]) from None  # without faiss's source line
             (staged / MANIFEST).write_text(json.dumps(self.manifest(), indent=2, ensure_ascii=False) + "\n")
         log.info("index of %d names (%s) → %s", len(self), self.kind, path)
 
@@ -264,7 +270,7 @@ class Index:
         settings = IndexSettings(**{key: value for key, value in manifest["index"].items() if key != "kind"})
         if faiss_index is not None and hasattr(faiss_index, "hnsw"):
             faiss_index.hnsw.efSearch = settings.hnsw_ef_search
-        stats = {key: manifest[key] for key in ("rows_read", "blank_skipped", "truncated")}
+        stats = {key: manifest[key] for key in STATS}
         return cls(encoder, rows["id"].to_list(), rows["name"].to_list(), vectors, settings, faiss_index, stats)
 
 
@@ -282,7 +288,23 @@ def read_manifest(path: Path) -> dict:
     if manifest.get("pearl_version") != pearl_version():
         raise PearlError(f"{path} was built by pearl {manifest.get('pearl_version')}, this is pearl {pearl_version()}: "
                          "rebuild it with `pearl index build`")
+    missing = _missing_key(manifest)
+    if missing is not None:
+        raise PearlError(f"{file} has no {missing!r}: rebuild it with `pearl index build`")
     return manifest
+
+
+def _missing_key(manifest: dict) -> str | None:
+    """The first key `Index.load` reads that the manifest lacks, dotted for a nested one."""
+    wanted = {"model": [f.name for f in fields(ModelCard)], "index": [f.name for f in fields(IndexSettings)],
+              "count": [], **{key: [] for key in STATS}}
+    for key, inner in wanted.items():
+        if key not in manifest:
+            return key
+        missing = [name for name in inner if name not in manifest[key]]
+        if missing:
+            return f"{key}.{missing[0]}"
+    return None
 
 
 def _first_duplicate(values: list[str]) -> str | None:

@@ -10,10 +10,11 @@
   negative evidence. (A mixture model of the best scores would fit the spike of exact matches
   that real joins have, and cut above every inexact match.) `explain` shows the scores and
   the cut.
-- Output: the right table's columns, the left table's (a name taken by both gets `_left`),
-  `score` and `matched`. `how="inner"` keeps matched rows only; `how="left"` keeps every
-  right row, with null left columns when unmatched. A left name that occurs in several rows
-  joins to its first row. Null or blank right names stay unmatched.
+- Output: the right table's columns, the left table's (a name taken by both gets `_left`;
+  a join where that name is taken too is refused), `score` and `matched`. `how="inner"` keeps
+  matched rows only; `how="left"` keeps every right row, with null left columns when
+  unmatched. A left name that occurs in several rows joins to its first row. Null or blank
+  right names stay unmatched.
 """
 
 from __future__ import annotations
@@ -26,8 +27,8 @@ import polars as pl
 from pearl.errors import PearlError
 from pearl.index.encoder import Encoder, load_encoder
 from pearl.index.phrase_index import Index
-from pearl.linking.link import check_score
 from pearl.log import get_logger
+from pearl.scores import at_least, check_score
 from pearl.tables import as_polars, like_input, text_column
 
 log = get_logger("join")
@@ -49,9 +50,10 @@ class JoinScores:
 CALIBRATION_QUANTILE = 0.9
 
 
-def best_matches(left: pl.DataFrame, right: pl.DataFrame, left_on: str, right_on: str, encoder: Encoder,
+def best_matches(left: pl.DataFrame, right: pl.DataFrame, left_on: str, right_on: str, encoder: Encoder | str,
                  threshold: float | None = None, string_weight: float = 0.0, candidates: int = 10,
                  calibration_quantile: float = CALIBRATION_QUANTILE) -> JoinScores:
+    """Each right row's best left row. `encoder` may be a model to load: it loads once the inputs pass their checks."""
     check_score(threshold, "--threshold")
     if not 0.0 <= string_weight <= 1.0:
         raise PearlError(f"--string-weight {string_weight}: a weight in [0, 1]")
@@ -62,11 +64,14 @@ def best_matches(left: pl.DataFrame, right: pl.DataFrame, left_on: str, right_on
     clash = [c for c in ADDED if c in right.columns]
     if clash:  # checked before any encoding: the right table's column would be overwritten
         raise PearlError(f"the right table has a column {clash[0]!r}, which the join adds: rename it")
+    left_renamed(left.columns, right.columns)
     left_cells = text_column(left, left_on, "the left table")
     right_cells = text_column(right, right_on, "the right table")
     for cells, column, side in ((left_cells, left_on, "left"), (right_cells, right_on, "right")):
         if not cells.texts:
             raise PearlError(f"the {side} table's column {column!r} has no names: every cell is null or blank")
+    if isinstance(encoder, str):
+        encoder = load_encoder(encoder)
     index = Index.build(left_cells.texts, [str(r) for r in left_cells.rows], encoder=encoder, dedupe=True)
     scores, rows = index.search(right_cells.texts, candidates if string_weight > 0 else 1)
     if string_weight > 0:
@@ -81,6 +86,17 @@ def best_matches(left: pl.DataFrame, right: pl.DataFrame, left_on: str, right_on
         return JoinScores(left_row, score, threshold, "given")
     return JoinScores(left_row, score, left_neighbour_cut(index, string_weight, calibration_quantile),
                       f"the {calibration_quantile} quantile of the left names' scores with their nearest other left name")
+
+
+def left_renamed(left_columns: list[str], right_columns: list[str]) -> dict[str, str]:
+    """The left columns that take `_left` in the output (those the right table or the join also has)."""
+    renamed = {c: f"{c}_left" for c in left_columns if c in right_columns or c in ADDED}
+    for column, new in renamed.items():
+        for side, columns in (("right", right_columns), ("left", left_columns)):
+            if new in columns:
+                raise PearlError(f"{column!r} of the left table would become {new!r}, which the {side} table has: "
+                                 "rename one of them")
+    return renamed
 
 
 def _hybrid(scores: np.ndarray, rows: np.ndarray, queries: list[str], names: list[str], weight: float) -> np.ndarray:
@@ -111,15 +127,14 @@ def join(left, right, left_on: str, right_on: str, model: str = "models/pearl", 
     if how not in HOW:
         raise PearlError(f"--how {how!r}: inner or left")
     left_pl, right_pl = as_polars(left), as_polars(right)
-    matches = best_matches(left_pl, right_pl, left_on, right_on, encoder or load_encoder(model), threshold,
-                           string_weight, candidates, calibration_quantile)
+    matches = best_matches(left_pl, right_pl, left_on, right_on, encoder or model, threshold, string_weight,
+                           candidates, calibration_quantile)
     return like_input(assemble(left_pl, right_pl, matches, how), right)
 
 
 def assemble(left: pl.DataFrame, right: pl.DataFrame, matches: JoinScores, how: str) -> pl.DataFrame:
-    matched = (matches.left_row >= 0) & (matches.score >= matches.threshold)
-    taken = left[np.where(matched, matches.left_row, 0)]
-    taken = taken.rename({c: f"{c}_left" for c in taken.columns if c in right.columns or c in ADDED})
+    matched = (matches.left_row >= 0) & at_least(matches.score, matches.threshold)
+    taken = left[np.where(matched, matches.left_row, 0)].rename(left_renamed(left.columns, right.columns))
     result = pl.concat([right, taken], how="horizontal").with_columns(
         pl.Series("score", matches.score, dtype=pl.Float32).fill_nan(None), pl.Series("matched", matched))
     result = result.with_columns([pl.when(pl.col("matched")).then(pl.col(c)).otherwise(None).alias(c)
@@ -142,7 +157,7 @@ def explain(matches: JoinScores, bins: int = 20) -> str:
     for i, (count, low, high) in enumerate(zip(counts, edges[:-1], edges[1:])):
         mark = "  ← cut" if i == cut_bin else ""
         lines.append(f"  [{low:6.3f}, {high:6.3f})  {count:6d}  {'█' * int(40 * count / width)}{mark}")
-    above = int((scores >= matches.threshold).sum())
+    above = int(at_least(scores, matches.threshold).sum())
     lines.append(f"cut {matches.threshold:.3f} ({matches.threshold_source}): "
                  f"{above} rows matched, {len(scores) - above} below, {len(matches.score) - len(scores)} blank")
     return "\n".join(lines)

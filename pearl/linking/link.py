@@ -15,17 +15,13 @@ import polars as pl
 from pearl.errors import PearlError
 from pearl.index.phrase_index import Index
 from pearl.log import get_logger
+from pearl.scores import at_least, check_score
 from pearl.tables import as_polars, like_input, text_column
 
 log = get_logger("link")
 
 SCHEMA = {"mention_row": pl.Int64, "mention": pl.String, "rank": pl.Int32, "id": pl.String, "name": pl.String,
           "score": pl.Float32, "matched": pl.Boolean}
-
-
-def check_score(value: float | None, option: str) -> None:
-    if value is not None and not -1.0 <= value <= 1.0:
-        raise PearlError(f"{option} {value}: a cosine score lies in [-1, 1]")
 
 
 def link(index: Index, mentions, column: str = "mention", k: int = 5, min_score: float | None = None):
@@ -45,7 +41,7 @@ def link(index: Index, mentions, column: str = "mention", k: int = 5, min_score:
             rows_out.append((row, mention, None, None, None, None, False))
             continue
         i = position[row]
-        kept = [(s, r) for s, r in zip(scores[i], rows[i]) if r >= 0 and (min_score is None or s >= min_score)]
+        kept = [(s, r) for s, r in zip(scores[i], rows[i]) if r >= 0 and (min_score is None or at_least(s, min_score))]
         if not kept:
             unmatched += 1
             rows_out.append((row, mention, None, None, None, float(scores[i][0]) if len(scores[i]) else None, False))

@@ -71,12 +71,13 @@ class CandidateSettings:
     seed: int
 
 
-def _lookalike(parts: dict[str, np.ndarray]) -> np.ndarray:
+def lookalike(parts: dict[str, np.ndarray]) -> np.ndarray:
     return np.maximum.reduce([parts["ratio"], 0.95 * parts["sort"], 0.95 * parts["set"]]) / 100
 
 
-_PARTS = {"ratio": (fuzz.ratio, 1.0), "sort": (fuzz.token_sort_ratio, 0.95), "set": (fuzz.token_set_ratio, 0.95)}
-_SINGLE = {"wratio": (fuzz.WRatio, 100.0), "levenshtein": (Levenshtein.normalized_similarity, 1.0)}
+LOOKALIKE_PARTS = {"ratio": (fuzz.ratio, 1.0), "sort": (fuzz.token_sort_ratio, 0.95),
+                   "set": (fuzz.token_set_ratio, 0.95)}
+SINGLE_SCORERS = {"wratio": (fuzz.WRatio, 100.0), "levenshtein": (Levenshtein.normalized_similarity, 1.0)}
 
 
 def score_pairs(a, b, scorer: str, n_threads: int, cutoff: float = 0.0) -> np.ndarray:
@@ -85,9 +86,9 @@ def score_pairs(a, b, scorer: str, n_threads: int, cutoff: float = 0.0) -> np.nd
     if scorer == "lookalike":
         parts = {k: process.cpdist(a, b, scorer=f, workers=n_threads, dtype=np.float32,
                                    score_cutoff=min(100.0, 100 * cutoff / weight))
-                 for k, (f, weight) in _PARTS.items()}
-        return _lookalike(parts)
-    function, scale = _SINGLE[scorer]
+                 for k, (f, weight) in LOOKALIKE_PARTS.items()}
+        return lookalike(parts)
+    function, scale = SINGLE_SCORERS[scorer]
     return process.cpdist(a, b, scorer=function, workers=n_threads, dtype=np.float32,
                           score_cutoff=cutoff * scale) / scale
 
@@ -101,20 +102,6 @@ def score_indexed_pairs(texts: np.ndarray, rows: np.ndarray, cols: np.ndarray, s
         scores[start:end] = score_pairs(texts[rows[start:end]].tolist(), texts[cols[start:end]].tolist(),
                                         scorer, n_threads, cutoff)
     return scores
-
-
-def score_matrix(queries: list[str], phrases: list[str], scorer: str, n_threads: int) -> np.ndarray:
-    """Edit similarity of every query with every phrase (brute force)."""
-    if scorer == "lookalike":
-        parts = {k: process.cdist(queries, phrases, scorer=f, workers=n_threads, dtype=np.float32)
-                 for k, (f, _) in _PARTS.items()}
-        return _lookalike(parts)
-    function, scale = _SINGLE[scorer]
-    return process.cdist(queries, phrases, scorer=function, workers=n_threads, dtype=np.float32) / scale
-
-
-def edit_similarity(a: str, b: str, scorer: str = "lookalike") -> float:
-    return float(score_pairs([a], [b], scorer, 1)[0])
 
 
 def _word_subsets(words: list[str]):
@@ -324,26 +311,3 @@ def mine_candidates(phrases: list[str], settings: CandidateSettings, score: Pair
     else:
         scores = score(texts, rows, cols)
     return top_k(rows, cols, scores, settings.top_k, settings.min_edit_sim)
-
-
-def brute_force_top_k(queries: list[int], phrases: list[str], settings: CandidateSettings) -> list[np.ndarray]:
-    """The exact top-k scores of each query against every other phrase (for recall checks)."""
-    matrix = score_matrix([phrases[q] for q in queries], phrases, settings.scorer, settings.n_threads)
-    best = []
-    for row, q in enumerate(queries):
-        scores = matrix[row]
-        scores[q] = -1.0
-        kept = np.sort(scores[scores >= settings.min_edit_sim])[::-1][: settings.top_k]
-        best.append(kept)
-    return best
-
-
-def recall_at_k(found_scores: list[np.ndarray], true_scores: list[np.ndarray]) -> float:
-    """Share of the true top-k reached: a found score counts if it is ≥ the true k-th score."""
-    hit = total = 0
-    for found, true in zip(found_scores, true_scores):
-        if len(true) == 0:
-            continue
-        hit += min(int(np.sum(found >= true[-1] - 1e-6)), len(true))
-        total += len(true)
-    return hit / total if total else 1.0

@@ -11,7 +11,8 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from pearl.artifacts import CANDIDATES_SCHEMA, TYPED_PHRASES_SCHEMA, read_artifact, write_json, write_meta, write_parquet
+from pearl.artifacts import (CANDIDATES_SCHEMA, TYPED_PHRASES_SCHEMA, VARIANTS_SCHEMA, read_artifact, write_artifact,
+                             write_json)
 from pearl.device import resolve_device
 from pearl.log import Stopwatch, get_logger
 from pearl.negatives import candidates as mining
@@ -26,6 +27,7 @@ from pearl.teacher.vectors import VECTORS, TeacherVectors
 PHRASES = Path("data/typed/phrases.parquet")
 CANDIDATES = Path("data/negatives/candidates.parquet")
 NEGATIVES = Path("data/negatives/hard_negatives.parquet")
+VARIANTS = Path("data/augment/variants.parquet")
 
 log = get_logger("negatives")
 
@@ -109,7 +111,7 @@ def run_candidates(params: Params, source: Path = PHRASES, output: Path = CANDID
         "phrases_with_candidate": table["phrase"].n_unique(),
         "coverage": round(table["phrase"].n_unique() / max(len(phrases), 1), 4),
     }
-    write_meta(output, {
+    write_artifact(table, output, {
         "stage": "candidates",
         "scorer": f"rapidfuzz {package_version('rapidfuzz')} {settings.scorer}",
         "blocking": (f"shared-word keys ({settings.block_key_cap} phrases per key) and the {settings.block_top_m} "
@@ -118,8 +120,7 @@ def run_candidates(params: Params, source: Path = PHRASES, output: Path = CANDID
         "top_k": settings.top_k,
         "min_edit_sim": settings.min_edit_sim,
         **numbers,
-    })
-    write_parquet(table, output, params.shard_rows)
+    }, params.shard_rows)
     write_json({**numbers, "engine": params.engine, **timing}, metrics)
     return numbers
 
@@ -138,7 +139,7 @@ def _pair_cosine(params: Params, left: list[str], right: list[str], teacher: Pat
 
 def run_negatives(params: Params, source: Path = PHRASES, candidates: Path = CANDIDATES,
                   output: Path = NEGATIVES, metrics: Path = Path("metrics/negatives.json"),
-                  teacher: Path = VECTORS) -> dict:
+                  teacher: Path = VECTORS, variants: Path = VARIANTS) -> dict:
     phrases = read_artifact(source, TYPED_PHRASES_SCHEMA)["phrase"].to_list()
     pairs = read_artifact(candidates, CANDIDATES_SCHEMA)
     n = params.negatives
@@ -147,7 +148,11 @@ def run_negatives(params: Params, source: Path = PHRASES, candidates: Path = CAN
     timing = clock.report(log, pairs.height, "pairs")
     scored = pairs.with_columns(cos=pl.Series(cos, dtype=pl.Float32))
     keep = hard_negative_mask(scored["edit_sim"].to_numpy(), cos, n.rule, n.max_cos, n.margin)
-    negatives = scored.filter(pl.Series(keep)).rename({"candidate": "negative"})
+    passed = scored.filter(pl.Series(keep)).rename({"candidate": "negative"})
+    # a phrase's cached variant is one of its training views, never its negative: a view mined at backbone
+    # cosine >= augment.mined_min_cos can still score <= negatives.max_cos under the teacher
+    views = read_artifact(variants, VARIANTS_SCHEMA).select("phrase", negative="variant")
+    negatives = passed.join(views, on=["phrase", "negative"], how="anti", maintain_order="left")
     # phrases without a hard negative get one row with a null negative: the trainer then uses
     # in-batch negatives only; the phrase itself is never its own negative
     missing = sorted(set(phrases) - set(negatives["phrase"].to_list()))
@@ -160,16 +165,16 @@ def run_negatives(params: Params, source: Path = PHRASES, candidates: Path = CAN
         "phrases": len(phrases),
         "candidate_pairs": pairs.height,
         "hard_negatives": negatives.height,
+        "own_variants_removed": passed.height - negatives.height,
         "phrases_with_negative": len(phrases) - len(missing),
         "coverage": round((len(phrases) - len(missing)) / max(len(phrases), 1), 4),
     }
-    write_meta(output, {
+    write_artifact(table, output, {
         "stage": "negatives",
         "encoder": encoder,
         "prefix": params.model.prefix if params.model.teacher is None else params.model.teacher_prefix,
         "rule": f"cos <= {n.max_cos}" if n.rule == "max_cos" else f"edit_sim - minmax(cos) > {n.margin}",
         **numbers,
-    })
-    write_parquet(table, output, params.shard_rows)
+    }, params.shard_rows)
     write_json({**numbers, **timing}, metrics)
     return numbers

@@ -15,7 +15,7 @@ import polars as pl
 import pyarrow as pa
 from tqdm import tqdm
 
-from pearl.artifacts import SENTENCES_SCHEMA, artifact_files, read_artifact, write_json, write_meta, write_parquet
+from pearl.artifacts import SENTENCES_SCHEMA, artifact_files, read_artifact, write_artifact, write_json
 from pearl.errors import PearlError
 from pearl.labels import LEX_TYPES, shares
 from pearl.log import Stopwatch, get_logger
@@ -161,7 +161,7 @@ def run(params: Params, source: Path = INPUT, output: Path = OUTPUT, metrics: Pa
         "phrases": phrases.height,
         **shares(phrases["lex_type"], LEX_TYPES),
     }
-    write_meta(output, {
+    write_artifact(phrases, output, {
         "stage": "parse",
         "backend": p.backend,
         "parser": describe_parser(p),
@@ -170,8 +170,7 @@ def run(params: Params, source: Path = INPUT, output: Path = OUTPUT, metrics: Pa
         "words": [p.min_words, p.max_words],
         "max_chars": p.max_chars,
         **numbers,
-    })
-    write_parquet(phrases, output, params.shard_rows)
+    }, params.shard_rows)
     write_json({**numbers, **timing}, metrics)
     log.info("kept %d phrases with freq >= %d: %s", phrases.height, p.min_freq,
              {k: v for k, v in numbers.items() if k.startswith("share_")})

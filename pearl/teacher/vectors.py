@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from pearl.artifacts import TEACHER_VECTORS_SCHEMA, meta_path, read_artifact, write_meta, write_parquet
+from pearl.artifacts import TEACHER_VECTORS_SCHEMA, meta_path, read_artifact, write_artifact
 from pearl.errors import PearlError
 
 VECTORS = Path("data/teacher/vectors.parquet")
@@ -47,8 +47,8 @@ class TeacherVectors:
         dim = self.matrix.shape[1]
         table = pl.DataFrame({"text": texts, "vector": self.matrix},
                              schema={"text": pl.String, "vector": pl.Array(pl.Float32, dim)})
-        write_meta(path, {"teacher": self.model_id, "dimension": dim, "texts": len(texts), **meta})
-        write_parquet(table, path, shard_rows)
+        write_artifact(table, path, {"teacher": self.model_id, "dimension": dim, "texts": len(texts), **meta},
+                       shard_rows)
 
     @classmethod
     def load(cls, path: Path, expected_model: str) -> TeacherVectors:

@@ -42,7 +42,8 @@ def load_checkpoint(directory: Path, expected: str) -> dict | None:
     if not path.is_file():
         return None
     try:
-        state = torch.load(path, map_location="cpu", weights_only=False)
+        # the folder is train.checkpoint_dir, set by the user: a full unpickler would run any code a file names
+        state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as error:  # a truncated or foreign file: start over rather than crash
         log.warning("ignoring unreadable checkpoint %s (%s)", path, type(error).__name__)
         return None

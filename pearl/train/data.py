@@ -61,6 +61,13 @@ class ViewFilter:
         return rows.filter(pl.Series(keep))
 
 
+def heldout_split(n: int, heldout_fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """(train, held-out) row numbers of n phrases; `average` measures the shipped model on the same held-out rows."""
+    order = np.random.default_rng([seed, 1]).permutation(n)
+    n_heldout = max(1, int(round(heldout_fraction * n)))
+    return np.sort(order[n_heldout:]), np.sort(order[:n_heldout])
+
+
 class TrainingSet:
     """Phrases with labels, cached token/phrase variants and hard negatives, split train/held-out."""
 
@@ -72,10 +79,7 @@ class TrainingSet:
         self.variants = variants  # level → per phrase, its cached variants
         self.negatives = negatives
         self.teacher = teacher  # for distillation; None = off
-        order = np.random.default_rng([seed, 1]).permutation(len(phrases))
-        n_heldout = max(1, int(round(heldout_fraction * len(phrases))))
-        self.heldout = np.sort(order[:n_heldout])
-        self.train = np.sort(order[n_heldout:])
+        self.train, self.heldout = heldout_split(len(phrases), heldout_fraction, seed)
         self._order_key, self._order = None, self.train
 
     @classmethod

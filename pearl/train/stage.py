@@ -8,7 +8,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from pearl.artifacts import atomic_dir, atomic_path, write_json
+from pearl.artifacts import TYPED_PHRASES_SCHEMA, atomic_dir, atomic_path, read_artifact, write_json
+from pearl.labels import LABELS
 from pearl.log import get_logger
 from pearl.model.averaging import average_state
 from pearl.model.export import export_sentence_transformer
@@ -16,6 +17,7 @@ from pearl.model.phrase_model import PhraseModel
 from pearl.model_ids import load_failure, resolve_model
 from pearl.params import Params
 from pearl.teacher.vectors import VECTORS
+from pearl.train.data import heldout_split
 from pearl.train.loop import TrainInputs, train, training_seed, type_accuracy
 
 log = get_logger("train")
@@ -80,10 +82,16 @@ def run_train(params: Params, inputs: TrainInputs = INPUTS, out_dir: Path = FINE
 
 
 def run_average(params: Params, source: Path = FINETUNED, out_dir: Path = EXPORT,
-                metrics: Path = Path("metrics/average.json")) -> dict:
+                metrics: Path = Path("metrics/average.json"), phrases: Path = INPUTS.typed) -> dict:
     from transformers import AutoModel
 
+    from pearl.types.predict import predict_types
+
     model = PhraseModel.load(source)
+    typed = read_artifact(phrases, TYPED_PHRASES_SCHEMA)
+    _, rows = heldout_split(typed.height, params.train.heldout_fraction, training_seed(params))
+    heldout, heldout_labels = typed["phrase"].gather(rows).to_list(), typed["label_id"].to_numpy()[rows]
+    tuned_accuracy = type_accuracy(model, heldout, heldout_labels)
     try:
         original = AutoModel.from_pretrained(resolve_model(model.config.backbone, "model.backbone")).state_dict()
     except Exception as error:  # the backbone that was fine-tuned, needed again for its original weights
@@ -92,6 +100,8 @@ def run_average(params: Params, source: Path = FINETUNED, out_dir: Path = EXPORT
     model.backbone.load_state_dict(merged)
     with atomic_dir(out_dir) as staged:
         export_sentence_transformer(model, staged)
+    # the shipped model is the export, read as `pearl types` reads it
+    shipped = predict_types(out_dir, heldout)["label"].to_numpy() == np.asarray(LABELS)[heldout_labels]
     probe = ["The New York Times", "NYTimes", "New York Post", "adult male", "grown man"]
     vectors = model.encode(probe)
     numbers = {
@@ -103,6 +113,8 @@ def run_average(params: Params, source: Path = FINETUNED, out_dir: Path = EXPORT
         "cos_nytimes": round(float(vectors[0] @ vectors[1]), 4),
         "cos_ny_post": round(float(vectors[0] @ vectors[2]), 4),
         "cos_adult_male_grown_man": round(float(vectors[3] @ vectors[4]), 4),
+        "heldout_type_accuracy": round(float(shipped.mean()), 4),
+        "heldout_type_accuracy_before_averaging": round(tuned_accuracy, 4),
     }
     log.info("averaged %d backbone tensors (alpha %.2f) → %s", averaged, params.average.alpha, out_dir)
     write_json(numbers, metrics)

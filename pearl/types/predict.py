@@ -9,6 +9,7 @@ from pathlib import Path
 import polars as pl
 import torch
 
+from pearl.embedder import PROGRESS_BAR_ABOVE
 from pearl.errors import MissingModelError, PearlError
 from pearl.model.export import TYPE_HEAD, is_pearl_export, load
 from pearl.model.phrase_model import CONFIG
@@ -30,7 +31,7 @@ def predict_types(model_path: str | Path, texts: list[str], batch_size: int = 12
     if not texts:
         return pl.DataFrame(schema=SCHEMA)
     vectors = load(model_path).encode(texts, batch_size=batch_size, convert_to_tensor=True,
-                                      show_progress_bar=len(texts) > 2_000)
+                                      show_progress_bar=len(texts) > PROGRESS_BAR_ABOVE)
     with torch.no_grad():
         probs = torch.softmax(head(vectors.float().cpu() * scale), dim=-1).double()
     lex, entity = zip(*(label.split("-", 1) for label in labels))

@@ -246,4 +246,11 @@ CASES = [
                                                              "--model", "string", "--threshold", "0.5", "--out", "/sys/kernel/c.parquet"),
          ("c.parquet could not be written (Permission denied)", "folder /sys/kernel is read-only"),  # root, or not
          write("inputs/names.csv", "name\nParis\nParis France\n")),
+    # issue 38 (meta after data): room for typing's meta (~700 bytes) but not its Parquet (~3 KB), so the data
+    # write itself fails; the unchanged tree shows that no new meta was left beside the old artifact
+    Case("disk full while writing the Parquet itself (typing)", ("typing",),
+         "phrases.parquet could not be written (File too large)", preexec=file_size_limit(1024)),
+    # issue 38 (--seeds): parsed before anything else runs
+    Case("experiments run with a seed that is not a number", ("experiments", "run", "table3", "--seeds", "1,x"),
+         "--seeds '1,x': expected comma-separated int values"),
 ]

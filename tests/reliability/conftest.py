@@ -65,7 +65,7 @@ def toy_benchmark(folder: Path) -> None:
         "pair\tterm1\tterm2\tterm2: unigram or bigram\tsource\trelation\trelatedness score\tpos\n"
         + "".join(f"x\t{a}\t{b}\tbigram\ts\tNone\t{r}\tn-n\n" for a, b, r in rows))
     (folder / "ppdb").mkdir()
-    # 900 distinct phrases: enough that the ppdb stage is still encoding when test_interrupts.py stops it
+    # 600 pairs: enough that each probe seed takes a while; test_interrupts.py stops the bench while they run
     pairs = [pair for i in range(300) for pair in ([f"big dog {i}", f"large dog {i}", "pos"], [f"big dog {i}", f"small cat {i}", "neg"])]
     (folder / "ppdb" / "ppdb.json").write_text(json.dumps(pairs))
     (folder / "yago").mkdir()

@@ -346,15 +346,12 @@ def link(
 ) -> None:
     """Entity linking: the top-k index entries of each mention → rank, id, name, score, matched."""
     from pearl.index.phrase_index import Index
-    from pearl.linking.link import link as link_mentions
-    from pearl.scores import check_score
+    from pearl.linking.link import check_link_flags, link as link_mentions
     from pearl.tables import check_output, write_table
 
     def work() -> None:
         check_output(out)
-        if k < 1:
-            raise PearlError(f"--k {k}: ask for at least 1 candidate")
-        check_score(min_score, "--min-score")
+        check_link_flags(k, min_score)  # before the index loads its model
         mentions = _table(input_file, "the mentions table", column)
         result = link_mentions(Index.load(index_dir, model), mentions, column, k, min_score)
         write_table(result, out)

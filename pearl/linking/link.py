@@ -24,11 +24,15 @@ SCHEMA = {"mention_row": pl.Int64, "mention": pl.String, "rank": pl.Int32, "id":
           "score": pl.Float32, "matched": pl.Boolean}
 
 
-def link(index: Index, mentions, column: str = "mention", k: int = 5, min_score: float | None = None):
-    """Top-k per mention of `mentions` (a polars or pandas DataFrame, or a list of strings)."""
+def check_link_flags(k: int, min_score: float | None) -> None:
     if k < 1:
         raise PearlError(f"--k {k}: ask for at least 1 candidate")
     check_score(min_score, "--min-score")
+
+
+def link(index: Index, mentions, column: str = "mention", k: int = 5, min_score: float | None = None):
+    """Top-k per mention of `mentions` (a polars or pandas DataFrame, or a list of strings)."""
+    check_link_flags(k, min_score)
     table = pl.DataFrame({column: list(mentions)}, schema={column: pl.String}) if isinstance(mentions, list) \
         else as_polars(mentions)
     cells = text_column(table, column, "the mentions table")

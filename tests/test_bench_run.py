@@ -165,3 +165,20 @@ def test_unloadable_model_is_a_one_line_error(tmp_path):
     with pytest.raises(PearlError, match="--model=.*missing': no such folder") as error:
         Embedder(str(tmp_path / "missing"), "", 4, 32, "cpu")
     assert "\n" not in str(error.value)
+
+
+def test_an_explicit_omp_thread_count_is_kept_by_the_benchmark(monkeypatch):
+    import torch
+
+    from pearl.bench import run
+    from pearl.params import load_params
+
+    before = torch.get_num_threads()
+    monkeypatch.setattr(run.os, "cpu_count", lambda: 8)
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    try:
+        torch.set_num_threads(1)
+        run.build_context(load_params(), None, "")  # the string baseline: no model to load
+        assert torch.get_num_threads() == 1  # side-by-side runs each keep their one thread
+    finally:
+        torch.set_num_threads(before)

@@ -41,7 +41,9 @@ def resolve_kb(setting: str | None, task: str, hf_dataset: str) -> Path | None:
 def build_context(params: Params, model: str | None, prefix: str, param: str = "--model") -> BenchContext:
     """`model` is an HF id or directory to embed with, or None for the string baseline; `param` pointed to it."""
     b = params.bench
-    torch.set_num_threads(os.cpu_count() or 1)
+    if not os.environ.get("OMP_NUM_THREADS"):
+        # torch's default is the physical cores; an explicit OMP_NUM_THREADS (side-by-side runs) wins
+        torch.set_num_threads(os.cpu_count() or 1)
     embedder = None
     if model is not None:
         embedder = Embedder(model, prefix, b.batch_size, b.max_length, resolve_device(params.base.device), param)

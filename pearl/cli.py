@@ -456,6 +456,26 @@ def types(
 
 
 @app.command()
+def serve(
+    index_dir: Annotated[Path, typer.Option("--index", help="an index folder from `pearl index build`")],
+    host: Annotated[str, typer.Option(help="the address to listen on; 0.0.0.0 for every interface")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=1, max=65535)] = 8000,
+    model: Annotated[str | None, typer.Option(help="must be the index's model; default: the index's own")] = None,
+    types_model: Annotated[Path | None, typer.Option(
+        help="a PEARL export for POST /types; default: the index's model when it is one")] = None,
+    max_texts: Annotated[int, typer.Option(min=1, help="texts per request, at most")] = 1000,
+    max_chars: Annotated[int, typer.Option(min=1, help="characters per text, at most")] = 1000,
+    batch_texts: Annotated[int, typer.Option(min=1, help="texts per model call, over concurrent requests")] = 1024,
+) -> None:
+    """Serve an index and its model over HTTP: POST /embed, /link, /types; GET /health; OpenAPI page at /docs."""
+    from pearl.serve.app import ServeSettings
+    from pearl.serve.run import serve as run_server
+
+    _product(lambda: run_server(index_dir, host, port, model, types_model,
+                                ServeSettings(max_texts=max_texts, max_chars=max_chars, batch_texts=batch_texts)))
+
+
+@app.command()
 def report(params: ParamsOption = Path("params.yaml"), set_: SetOption = None) -> None:
     """Summarise the benchmark metrics → metrics/summary.json and metrics/summary.md."""
     from pearl.bench.report import write_report

@@ -130,7 +130,8 @@ def _experiment_commit(repo: Path, seed_score: float, test_model_hash: str, over
         "bench@bird": {"deps": [{"path": "models/pearl", "md5": test_model_hash}]},
     }}
     files = {"dvc.lock": yaml.safe_dump(lock), "params.yaml": yaml.safe_dump(params),
-             "metrics/train.json": json.dumps({"steps": 270, "seconds": 1.0}),
+             "metrics/train.json": json.dumps({"steps": 270, "seconds": 1.0, "heldout_type_accuracy": 0.61}),
+             "metrics/average.json": json.dumps({"heldout_type_accuracy": 0.64}),
              "metrics/tune/base/rw.json": json.dumps({"score": 40.0}),
              "metrics/bench/model/bird.json": json.dumps({"score": 70.0})}
     for i, task in enumerate(TUNE_TASKS):
@@ -157,6 +158,8 @@ def test_results_keep_only_scores_of_the_experiments_own_model_and_average_seeds
     assert first["tune"]["rw"] == 53.0 and first["tune_base"] == {"rw": 40.0}
     assert first["test"] == {} and second["test"] == {"bird": 70.0}
     assert first["overrides"] == {"train.type_weight": 0} and first["train"]["steps"] == 270
+    # the shipped export's type accuracy, the tuned model's beside it
+    assert (first["train"]["heldout_type_accuracy"], first["train"]["heldout_type_accuracy_before_averaging"]) == (0.64, 0.61)
 
     # a run counts for the row of its recipe, whatever its name (and wherever it ran: `second` predates
     # `engine`, `first` ray.shared_storage); one of an older recipe (the default has moved on since) for none

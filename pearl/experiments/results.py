@@ -39,7 +39,8 @@ COLUMNS = {
     "test": ("metrics/bench/model", "bench@", ALL_TASKS),
     "test_base": ("metrics/bench/base", "bench_base@", ALL_TASKS),
 }
-TRAIN_FIELDS = ("steps", "seconds", "heldout_type_accuracy", "distill_loss", "teacher", "backbone")
+TRAIN_FIELDS = ("steps", "seconds", "heldout_type_accuracy", "heldout_type_accuracy_before_averaging", "distill_loss",
+                "teacher", "backbone")
 
 
 @dataclass(frozen=True)
@@ -102,10 +103,14 @@ def read_run(found: Finished, tables: dict[str, Table], default: Params) -> dict
     except PearlError:  # params of an older schema: no row of today's tables has that recipe
         recipe = None
     train = json.loads(shell.git_show(found.rev, "metrics/train.json") or "{}")
+    # train.json's type accuracy is the tuned model's; the shipped (weight-averaged) export's is average.json's
+    shipped = json.loads(shell.git_show(found.rev, "metrics/average.json") or "{}").get("heldout_type_accuracy")
+    train = {**train, "heldout_type_accuracy_before_averaging": train.pop("heldout_type_accuracy", None),
+             "heldout_type_accuracy": shipped}
     created = shell.run(["git", "show", "-s", "--format=%cI", found.rev]).strip()
     record = {"name": found.name, "table": table, "row": row, "seed": seed, "rev": found.rev,
               "baseline": found.baseline, "created": created, "recipe": recipe,
-              "overrides": tables[table].rows.get(row), "train": {k: train[k] for k in TRAIN_FIELDS if k in train}}
+              "overrides": tables[table].rows.get(row), "train": {k: train[k] for k in TRAIN_FIELDS if train.get(k) is not None}}
     for column in COLUMNS:
         record[column] = _column(found.rev, lock, params, column)
     return record

@@ -30,6 +30,11 @@ def check_link_flags(k: int, min_score: float | None) -> None:
     check_score(min_score, "--min-score")
 
 
+def kept_candidates(scores, rows, min_score: float | None) -> list[tuple[float, int]]:
+    """(score, index row) of one mention's search results that reach `min_score`, best first."""
+    return [(float(s), int(r)) for s, r in zip(scores, rows) if r >= 0 and (min_score is None or at_least(s, min_score))]
+
+
 def link(index: Index, mentions, column: str = "mention", k: int = 5, min_score: float | None = None):
     """Top-k per mention of `mentions` (a polars or pandas DataFrame, or a list of strings)."""
     check_link_flags(k, min_score)
@@ -45,7 +50,7 @@ def link(index: Index, mentions, column: str = "mention", k: int = 5, min_score:
             rows_out.append((row, mention, None, None, None, None, False))
             continue
         i = position[row]
-        kept = [(s, r) for s, r in zip(scores[i], rows[i]) if r >= 0 and (min_score is None or at_least(s, min_score))]
+        kept = kept_candidates(scores[i], rows[i], min_score)
         if not kept:
             unmatched += 1
             rows_out.append((row, mention, None, None, None, float(scores[i][0]) if len(scores[i]) else None, False))

@@ -27,23 +27,39 @@ def predict_types(model_path: str | Path, texts: list[str], batch_size: int = 12
     `entity_type` are the argmaxes of those marginals, so they can differ from the two halves
     of `label`.
     """
-    head, labels, scale = _type_head(Path(model_path))
+    head = TypeHead(Path(model_path))
     if not texts:
         return pl.DataFrame(schema=SCHEMA)
     vectors = load(model_path).encode(texts, batch_size=batch_size, convert_to_tensor=True,
                                       show_progress_bar=len(texts) > PROGRESS_BAR_ABOVE)
-    with torch.no_grad():
-        probs = torch.softmax(head(vectors.float().cpu() * scale), dim=-1).double()
-    lex, entity = zip(*(label.split("-", 1) for label in labels))
-    lex_names, lex_probs = _marginal(probs, lex)
-    entity_names, entity_probs = _marginal(probs, entity)
-    best = probs.max(dim=-1)
-    return pl.DataFrame({
-        "text": texts,
-        "lex_type": lex_names, "lex_prob": lex_probs,
-        "entity_type": entity_names, "entity_prob": entity_probs,
-        "label": [labels[i] for i in best.indices.tolist()], "label_prob": best.values.tolist(),
-    }, schema=SCHEMA)
+    return head.predict(texts, vectors)
+
+
+class TypeHead:
+    """A PEARL export's type head, read once, applied to that export's vectors of phrases."""
+
+    def __init__(self, model_path: Path):
+        self.head, self.labels, self.scale = _type_head(model_path)
+
+    @staticmethod
+    def available(model_path: Path) -> bool:
+        return is_pearl_export(model_path) and (model_path / TYPE_HEAD).is_file()
+
+    def predict(self, texts: list[str], vectors) -> pl.DataFrame:
+        """`predict_types`'s table for `texts` and their exported vectors (a tensor or an array)."""
+        vectors = torch.as_tensor(vectors)
+        with torch.no_grad():
+            probs = torch.softmax(self.head(vectors.float().cpu() * self.scale), dim=-1).double()
+        lex, entity = zip(*(label.split("-", 1) for label in self.labels))
+        lex_names, lex_probs = _marginal(probs, lex)
+        entity_names, entity_probs = _marginal(probs, entity)
+        best = probs.max(dim=-1)
+        return pl.DataFrame({
+            "text": texts,
+            "lex_type": lex_names, "lex_prob": lex_probs,
+            "entity_type": entity_names, "entity_prob": entity_probs,
+            "label": [self.labels[i] for i in best.indices.tolist()], "label_prob": best.values.tolist(),
+        }, schema=SCHEMA)
 
 
 def _type_head(path: Path) -> tuple[torch.nn.Linear, list[str], float]:
@@ -54,7 +70,7 @@ def _type_head(path: Path) -> tuple[torch.nn.Linear, list[str], float]:
     the constant norm gives the training input."""
     from safetensors.torch import load_file
 
-    if not is_pearl_export(path) or not (path / TYPE_HEAD).is_file():
+    if not TypeHead.available(path):
         raise MissingModelError(f"{path}: no type head ({TYPE_HEAD}); phrase types need a PEARL export "
                          "written by `dvc repro average`")
     config = json.loads((path / CONFIG).read_text(encoding="utf-8"))

@@ -1,0 +1,155 @@
+"""`pearl serve` against the Python API in-process: latency of /link and throughput of 8 clients.
+
+The index holds the 10,033 Vital Articles titles (the offline corpus); the mentions are the 613
+aliases its leads give ("Formosa", "Hansen's disease"), cycled. One run measures, side by side:
+- /link latency p50/p95 for requests of 1 and of 100 mentions, one client at a time, against
+  `pearl.link` on the same mentions in this process;
+- throughput (mentions/s) of 8 concurrent clients sending 100 mentions per request, against the
+  same requests through `pearl.link` from 8 threads and from 1 (the better in-process figure is
+  the one compared: the target is HTTP ≥ 0.8× in-process).
+The server is a real `pearl serve` process on localhost; the table is printed and written to
+`--out` (the docs include it).
+
+    python benchmarks/serve_latency.py                                  # models/pearl
+    python benchmarks/serve_latency.py --model all-MiniLM-L6-v2
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from datetime import date
+from pathlib import Path
+
+import httpx
+import numpy as np
+
+from pearl.bench.wiki_aliases import load_wiki_aliases
+from pearl.index.phrase_index import Index
+from pearl.linking.link import link
+
+CLIENTS = 8
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def start_server(index_dir: Path, port: int) -> subprocess.Popen:
+    command = [str(Path(sys.executable).with_name("pearl")), "serve", "--index", str(index_dir), "--port", str(port)]
+    server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 300
+    while True:
+        if server.poll() is not None:
+            sys.exit(f"pearl serve exited: {server.stderr.read().strip()}")
+        try:
+            httpx.get(f"http://127.0.0.1:{port}/health", timeout=5)
+            return server
+        except httpx.TransportError:
+            if time.monotonic() > deadline:
+                server.terminate()
+                sys.exit("pearl serve did not answer within 300 s")
+            time.sleep(0.5)
+
+
+def batches(mentions: list[str], size: int, count: int) -> list[list[str]]:
+    return [[mentions[(start * size + i) % len(mentions)] for i in range(size)] for start in range(count)]
+
+
+def latencies(call, requests: list[list[str]]) -> np.ndarray:
+    call(requests[0])  # warm-up, not timed
+    times = []
+    for request in requests:
+        began = time.perf_counter()
+        call(request)
+        times.append(time.perf_counter() - began)
+    return np.array(times) * 1000
+
+
+def throughput(call, requests: list[list[str]], clients: int) -> float:
+    """Mentions per second with `clients` callers sharing `requests`."""
+    began = time.perf_counter()
+    with ThreadPoolExecutor(clients) as pool:
+        list(pool.map(call, requests))
+    return sum(map(len, requests)) / (time.perf_counter() - began)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", default="models/pearl")
+    parser.add_argument("--single", type=int, default=200, help="requests of 1 mention")
+    parser.add_argument("--hundred", type=int, default=40, help="requests of 100 mentions, one client")
+    parser.add_argument("--concurrent", type=int, default=64, help="requests of 100 mentions shared by 8 clients")
+    parser.add_argument("--out", type=Path, default=Path("metrics/serve_latency.md"))
+    args = parser.parse_args()
+    if args.model == "models/pearl" and not Path(args.model).is_dir():
+        sys.exit("models/pearl is missing: run `dvc repro average`, or pass --model all-MiniLM-L6-v2")
+
+    aliases = load_wiki_aliases()
+    mentions = aliases.mentions
+    with tempfile.TemporaryDirectory() as scratch:
+        index_dir = Path(scratch) / "titles"
+        print(f"indexing {len(aliases.dictionary)} titles with {args.model} …", flush=True)
+        index = Index.build(aliases.dictionary, model=args.model)
+        index.save(index_dir)
+        port = free_port()
+        server = start_server(index_dir, port)
+        try:
+            with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=120) as client:
+                def over_http(request: list[str]) -> None:
+                    response = client.post("/link", json={"mentions": request, "k": 5})
+                    response.raise_for_status()
+
+                def in_process(request: list[str]) -> None:
+                    link(index, request, k=5)
+
+                rows = []
+                for size, count in ((1, args.single), (100, args.hundred)):
+                    requests = batches(mentions, size, count)
+                    print(f"latency, {count} requests of {size} mention(s) …", flush=True)
+                    http, local = latencies(over_http, requests), latencies(in_process, requests)
+                    for q in (50, 95):
+                        a, b = np.percentile(http, q), np.percentile(local, q)
+                        rows.append((f"/link latency p{q}, {size} mention{'s' * (size > 1)} per request (ms)",
+                                     a, b, b / a))
+                requests = batches(mentions, 100, args.concurrent)
+                print(f"throughput, {args.concurrent} requests of 100 mentions, {CLIENTS} clients …", flush=True)
+                http = throughput(over_http, requests, CLIENTS)
+                local_threads = throughput(in_process, requests, CLIENTS)
+                local_one = throughput(in_process, requests, 1)
+                local = max(local_threads, local_one)
+                rows.append((f"throughput, {CLIENTS} clients × 100 mentions (mentions/s; in-process: the better of "
+                             f"{CLIENTS} threads {local_threads:.0f} and 1 thread {local_one:.0f})", http, local,
+                             http / local))
+                batched = client.get("/health").json()["batches"]
+        finally:
+            server.terminate()
+            server.wait(timeout=60)
+
+    lines = [f"Measured {date.today()} by `python benchmarks/serve_latency.py --model {args.model}` on "
+             f"{os.cpu_count()} CPU cores: {len(index)} Vital Articles titles indexed, the 613 alias mentions "
+             f"cycled, k = 5. Ratio: in-process time ÷ HTTP time for latency, HTTP ÷ in-process for throughput "
+             f"(1.0 = no cost). The server made {batched} model calls for all its requests.",
+             "", "| measure | HTTP (`pearl serve`) | in-process (`pearl.link`) | ratio |", "|---|---|---|---|"]
+    lines += [f"| {name} | {a:.1f} | {b:.1f} | {ratio:.2f} |" for name, a, b, ratio in rows]
+    ratio = rows[-1][3]
+    lines += ["", f"Throughput through HTTP is {ratio:.2f}× in-process at 100 mentions per request "
+                  f"(target ≥ 0.8×: {'met' if ratio >= 0.8 else 'NOT met'})."]
+    table = "\n".join(lines) + "\n"
+    print(table)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = args.out.with_suffix(".tmp")
+    tmp.write_text(table, encoding="utf-8")
+    tmp.replace(args.out)
+
+
+if __name__ == "__main__":
+    main()

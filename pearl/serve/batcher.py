@@ -1,0 +1,85 @@
+"""Concurrent requests' texts encoded together: one model call for what arrived while the last ran.
+
+A request waits for no timer: when the model is idle its texts go at once, and those that arrive
+while a batch runs are taken together by the next one, so batches grow with the load and a lone
+request pays no added latency. Model calls run in a thread (the event loop keeps accepting) under
+one lock that every endpoint shares, so two batches never compete for the same cores.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass
+class _Pending:
+    job: Any
+    size: int
+    done: asyncio.Future
+
+
+class MicroBatcher:
+    """`await submit(job, size)` returns `work([job, …])`'s result for that job.
+
+    `work` takes the jobs of one batch and returns one result per job, in order. A batch holds at
+    least one job and, beyond that, at most `max_size` in total of the jobs' sizes (texts)."""
+
+    def __init__(self, work: Callable[[Sequence[Any]], list[Any]], lock: threading.Lock, max_size: int):
+        self._work = work
+        self._lock = lock
+        self._max_size = max_size
+        self._queue: asyncio.Queue[_Pending] | None = None
+        self._task: asyncio.Task | None = None
+        self.batches = 0  # how many model calls ran: the tests and /health read it
+
+    def start(self) -> None:
+        self._queue = asyncio.Queue()
+        self._task = asyncio.get_running_loop().create_task(self._serve())
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+            self._task = None
+
+    async def submit(self, job: Any, size: int) -> Any:
+        if self._queue is None:
+            raise RuntimeError("MicroBatcher.start() was not called (the app's lifespan starts it)")
+        done = asyncio.get_running_loop().create_future()
+        self._queue.put_nowait(_Pending(job, size, done))
+        return await done
+
+    async def _serve(self) -> None:
+        carried = None  # the job that did not fit the last batch opens the next
+        while True:
+            batch = [carried or await self._queue.get()]
+            carried, total = None, batch[0].size
+            while not self._queue.empty():
+                pending = self._queue.get_nowait()
+                if total + pending.size > self._max_size:
+                    carried = pending
+                    break
+                batch.append(pending)
+                total += pending.size
+            waiting = [pending for pending in batch if not pending.done.cancelled()]  # a client that hung up
+            if not waiting:
+                continue
+            try:
+                results = await asyncio.to_thread(self._run, [pending.job for pending in waiting])
+            except Exception as error:  # each request of the batch gets the error
+                for pending in waiting:
+                    if not pending.done.done():
+                        pending.done.set_exception(error)
+                continue
+            for pending, result in zip(waiting, results):
+                if not pending.done.done():
+                    pending.done.set_result(result)
+
+    def _run(self, jobs: list[Any]) -> list[Any]:
+        with self._lock:
+            self.batches += 1
+            return self._work(jobs)

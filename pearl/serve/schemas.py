@@ -1,0 +1,87 @@
+"""The service's request and response bodies; their descriptions are the OpenAPI page's (/docs)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+_MODEL = Field(None, description="the served model's id (GET /health shows it); when given, a request for "
+                                 "another model is refused rather than answered by this one")
+
+
+class _Request(BaseModel):
+    model_config = ConfigDict(extra="forbid")  # a misspelt field is an error, not silently ignored
+
+
+class EmbedRequest(_Request):
+    texts: list[str] = Field(description="the strings to embed; none blank, at most the server's --max-texts "
+                                         "per request and --max-chars characters each")
+    model: str | None = _MODEL
+
+
+class EmbedResponse(BaseModel):
+    model: str = Field(description="the model that embedded the texts")
+    dimension: int = Field(description="the length of each vector")
+    vectors: list[list[float]] = Field(description="one L2-normalised vector per text, in request order; "
+                                                   "their dot product is the cosine")
+
+
+class LinkRequest(_Request):
+    mentions: list[str] = Field(description="the strings to link to the index's names; none blank, at most "
+                                            "--max-texts per request and --max-chars characters each")
+    k: int = Field(5, ge=1, le=1000, description="candidates per mention (fewer when the index holds fewer names)")
+    min_score: float | None = Field(None, ge=-1.0, le=1.0, description="candidates below this score are dropped; "
+                                    "a mention left without any is returned with matched false and its best score")
+    model: str | None = _MODEL
+
+
+class Candidate(BaseModel):
+    rank: int = Field(description="1 for the best candidate; equal scores are ordered by the order names were indexed")
+    id: str = Field(description="the name's id in the index")
+    name: str = Field(description="the indexed name")
+    score: float = Field(description="cosine similarity (3-gram Jaccard for a `string` index)")
+
+
+class LinkedMention(BaseModel):
+    mention: str = Field(description="the mention as sent")
+    matched: bool = Field(description="whether at least one candidate reaches min_score (always, without min_score)")
+    best_score: float = Field(description="the best candidate's score, kept when it is below min_score")
+    candidates: list[Candidate] = Field(description="at most k candidates at or above min_score, best first")
+
+
+class LinkResponse(BaseModel):
+    model: str = Field(description="the index's model")
+    results: list[LinkedMention] = Field(description="one entry per mention, in request order")
+
+
+class TypesRequest(_Request):
+    phrases: list[str] = Field(description="the phrases to type; none blank, at most --max-texts per request and "
+                                           "--max-chars characters each")
+    model: str | None = _MODEL
+
+
+class PhraseType(BaseModel):
+    text: str = Field(description="the phrase as sent")
+    lex_type: str = Field(description="the lexical type (NP, VP, …) with the most probability")
+    lex_prob: float = Field(description="its probability: the type head's softmax summed over its labels")
+    entity_type: str = Field(description="the entity type (PERSON, ORG, …; NONE for none) with the most probability")
+    entity_prob: float = Field(description="its probability, summed likewise")
+    label: str = Field(description="the single most probable <lexical>-<entity> label")
+    label_prob: float = Field(description="that label's probability")
+
+
+class TypesResponse(BaseModel):
+    model: str = Field(description="the PEARL export whose type head answered")
+    types: list[PhraseType] = Field(description="one entry per phrase, in request order")
+
+
+class Health(BaseModel):
+    status: str = Field(description="ok once the index and its model are loaded")
+    model: str = Field(description="the index's model id; requests may name it in their `model` field")
+    count: int = Field(description="how many names the index holds")
+    manifest: dict = Field(description="the index's manifest.json: format, pearl version, encoder, index kind")
+    types_model: str | None = Field(description="the PEARL export POST /types uses, or null when it is off")
+    batches: int = Field(description="model calls so far: fewer than requests when concurrent requests were batched")
+
+
+class Error(BaseModel):
+    error: str = Field(description="one line naming what to fix")

@@ -10,7 +10,7 @@ from pearl.bench.task_names import TUNE_TASKS
 from pearl.errors import PearlError
 from pearl.experiments import shell
 from pearl.experiments.definitions import Run, load_table, load_tables, parse_name
-from pearl.experiments.results import Finished, aggregate, markdown, read_run, sweep_points
+from pearl.experiments.results import Finished, aggregate, finished_experiments, markdown, read_run, sweep_points
 from pearl.experiments.runner import run_all
 from pearl.params import load_params, set_key
 
@@ -107,6 +107,26 @@ def _commit(repo: Path, files: dict[str, str]) -> str:
     subprocess.run(["git", "add", "-A"], cwd=repo, check=True)
     subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "exp"], cwd=repo, check=True)
     return subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True).stdout.strip()
+
+
+@pytest.mark.slow
+def test_finished_experiments_are_read_from_dvcs_refs_of_every_commit(tmp_path, monkeypatch):
+    import sys
+
+    subprocess.run(["git", "init", "-q", "-b", "main", str(tmp_path)], check=True)
+    dvc = [str(Path(sys.executable).with_name("dvc"))]
+    subprocess.run([*dvc, "init", "-q"], cwd=tmp_path, check=True)
+    first = _commit(tmp_path, {"params.yaml": "x: 1\n", "dvc.yaml": "stages:\n  s:\n    cmd: cp params.yaml out.txt\n"
+                               "    params: [x]\n    outs: [out.txt]\n"})
+    subprocess.run([*dvc, "exp", "run", "-q", "-n", "old-exp", "-S", "x=2"], cwd=tmp_path, check=True)
+    subprocess.run(["git", "checkout", "--", "params.yaml"], cwd=tmp_path, check=True)
+    second = _commit(tmp_path, {"notes.txt": "a later commit"})
+    subprocess.run([*dvc, "exp", "run", "-q", "-n", "new-exp", "-S", "x=3"], cwd=tmp_path, check=True)
+    monkeypatch.chdir(tmp_path)
+    found = sorted(finished_experiments(), key=lambda f: f.name)
+    assert [(f.name, f.baseline) for f in found] == [("new-exp", second), ("old-exp", first)]
+    for f in found:  # each rev is the experiment's own commit, holding its params
+        assert shell.git_show(f.rev, "params.yaml") == f"x: {2 if f.name == 'old-exp' else 3}\n"
 
 
 def _experiment_commit(repo: Path, seed_score: float, test_model_hash: str, overrides: dict,

@@ -51,14 +51,16 @@ class Finished:
 
 
 def finished_experiments() -> list[Finished]:
-    """Every finished experiment of every commit, from `dvc exp show --json -A`."""
-    found = []
-    for baseline in json.loads(shell.run(["dvc", "exp", "show", "--json", "-A", "--no-pager"]) or "[]"):
-        for experiment in baseline.get("experiments") or []:
-            rev = (experiment.get("revs") or [{}])[0]
-            if experiment.get("executor") is None and not rev.get("error") and experiment.get("name"):
-                found.append(Finished(experiment["name"], rev["rev"], baseline["rev"]))
-    return found
+    """Every finished experiment of every commit, from DVC's experiment refs (`dvc exp list -A`).
+
+    Not `dvc exp show -A`, which also collects every commit's params and metrics: minutes over a long
+    history, where this reads only refs."""
+    from dvc.repo import Repo
+
+    with Repo(".") as repo:
+        listed = repo.experiments.ls(all_commits=True)
+    return [Finished(name, rev, baseline) for baseline, experiments in listed.items() for name, rev in experiments
+            if rev is not None]
 
 
 def _hash_of(entries: list[dict], path: str) -> str | None:

@@ -1,14 +1,20 @@
-"""The README's "Reliability" table, made from the cases the suite runs: `python -m tests.reliability.table`.
+"""The docs' Reliability table (docs/reliability.md), made from the cases the suite runs.
 
-tests/reliability/test_table.py fails when the README's copy differs, so the table cannot drift."""
+`python -m tests.reliability.table` prints it; `python -m tests.reliability.table --write` puts it into
+docs/reliability.md, between the page's markers. tests/reliability/test_table.py fails when the page's copy
+differs, so the table cannot drift."""
 
 from __future__ import annotations
 
+import json
 import signal
+import sys
+from pathlib import Path
 
 from tests.reliability.cases import CASES
 from tests.reliability.test_interrupts import STAGES
 from tests.reliability.test_odd_inputs import BENCH_LONG
+from tests.reliability.test_serve_requests import BAD_REQUESTS
 
 # (what is tried, the command, what happens, the test that checks it)
 SCENARIOS = [
@@ -63,12 +69,44 @@ def table() -> str:
                     f"exit 1, one line: “…{_cell(expect)}…”; no file changed |")
     for number, (what, command, happens, _) in enumerate(SCENARIOS, start=len(CASES) + 1):
         rows.append(f"| {number} | {_cell(what)} | {_cell(command)} | {_cell(happens)} |")
+    for number, (what, path, body, status, words) in enumerate(BAD_REQUESTS, start=len(CASES) + len(SCENARIOS) + 1):
+        sent = body if isinstance(body, str) else json.dumps(body, ensure_ascii=False)
+        sent = sent if len(sent) <= 60 else sent[:57] + "…"
+        rows.append(f"| {number} | a request with {_cell(what)} | `pearl serve`: `POST {path}` `{_cell(sent)}` | "
+                    f"{status}, one JSON line: “…{_cell(words)}…” |")
     return "\n".join(rows) + "\n"
 
 
 def count() -> int:
-    return len(CASES) + len(SCENARIOS)
+    return len(CASES) + len(SCENARIOS) + len(BAD_REQUESTS)
+
+
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "reliability.md"
+START, END = "<!-- reliability-table:start -->", "<!-- reliability-table:end -->"
+
+
+def block() -> str:
+    """What the page holds between its markers."""
+    return f"{count()} cases, all run by CI (`bash .ci/run`):\n\n{table()}"
+
+
+def page_block(text: str) -> str | None:
+    """The page's copy, between the markers; None when they are missing."""
+    if START not in text or END not in text.partition(START)[2]:
+        return None
+    return text.partition(START)[2].partition(END)[0].strip("\n") + "\n"
+
+
+def write(page: Path = PAGE) -> None:
+    text = page.read_text(encoding="utf-8")
+    if page_block(text) is None:
+        raise SystemExit(f"{page}: no {START} … {END} block to write the table into")
+    head, _, rest = text.partition(START)
+    page.write_text(f"{head}{START}\n\n{block()}\n{END}{rest.partition(END)[2]}", encoding="utf-8")
 
 
 if __name__ == "__main__":
-    print(f"{count()} cases\n\n{table()}")
+    if sys.argv[1:] == ["--write"]:
+        write()
+    else:
+        print(block(), end="")

@@ -1,16 +1,18 @@
-"""The README's Reliability table is the one the suite's cases make; every row names a test that exists, and
-every test has a row."""
+"""The docs' Reliability table (docs/reliability.md) is the one the suite's cases make; every row names a test
+that exists, and every test has a row."""
 
 import importlib
 
 from tests.conftest import ROOT
-from tests.reliability.table import SCENARIOS, count, table
+from tests.reliability.table import PAGE, SCENARIOS, block, count, page_block, table
 
 
-def test_the_readme_lists_every_case_the_suite_runs():
-    readme = (ROOT / "README.md").read_text()
-    assert table() in readme, "README's Reliability table is stale: python -m tests.reliability.table"
-    assert f"{count()} cases" in readme
+def test_the_docs_page_lists_every_case_the_suite_runs():
+    assert PAGE == ROOT / "docs" / "reliability.md"
+    copy = page_block(PAGE.read_text(encoding="utf-8"))
+    assert copy is not None, f"{PAGE} lost its table markers"
+    assert copy == block(), "docs/reliability.md's table is stale: python -m tests.reliability.table --write"
+    assert table() in copy and f"{count()} cases" in copy
 
 
 def test_every_scenario_row_names_a_test():
@@ -22,7 +24,8 @@ def test_every_scenario_row_names_a_test():
 def test_every_reliability_test_has_a_row():
     named = {test for *_, test in SCENARIOS}
     for path in sorted((ROOT / "tests" / "reliability").glob("test_*.py")):
-        if path.name in ("test_table.py", "test_bad_inputs.py"):  # test_bad_inputs runs the CASES, a row each
+        # test_bad_inputs runs the CASES and test_serve_requests the BAD_REQUESTS, a row each
+        if path.name in ("test_table.py", "test_bad_inputs.py", "test_serve_requests.py"):
             continue
         module = importlib.import_module(f"tests.reliability.{path.stem}")
         for name in dir(module):

@@ -1,0 +1,91 @@
+"""The README's headline table, made from metrics/summary.md (the `report` stage's output), never by hand.
+
+    python scripts/readme_table.py           # rewrite the README's block between its markers
+    python scripts/readme_table.py --check   # exit 1 when the README's block is stale
+
+It keeps the summary's averages, one column each: the 9 phrase tasks (with the paper's PPDB split and
+with the leak-free one), the general-purpose guard and the tune suite, for every system that has one.
+tests/test_docs.py fails when the README's copy differs from what this makes."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+SUMMARY = ROOT / "metrics" / "summary.md"
+START, END = "<!-- headline:start -->", "<!-- headline:end -->"
+COLUMNS = ["Avg (9 tasks)", "Avg (9, clean PPDB)", "General (mean)", "Tune (mean)"]
+NONE = "–"
+
+
+def _cells(line: str) -> list[str]:
+    return [cell.strip() for cell in line.strip().strip("|").split("|")]
+
+
+def _tables(summary: str) -> list[tuple[list[str], list[list[str]]]]:
+    """Every Markdown table of the summary: (header, rows)."""
+    tables, lines = [], summary.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("|") and i + 1 < len(lines) and lines[i + 1].startswith("|---") and \
+                (i == 0 or not lines[i - 1].startswith("|")):
+            rows = []
+            for row in lines[i + 2:]:
+                if not row.startswith("|"):
+                    break
+                rows.append(_cells(row))
+            tables.append((_cells(line), rows))
+    return tables
+
+
+def headline(summary: str) -> str:
+    """The headline table: one row per system of the summary with at least one of COLUMNS."""
+    values: dict[str, dict[str, str]] = {}
+    found: dict[str, int] = {}
+    for header, rows in _tables(summary):
+        for column in COLUMNS:
+            if column not in header:
+                continue
+            found[column] = found.get(column, 0) + 1
+            at = header.index(column)
+            for row in rows:
+                values.setdefault(row[0], {})[column] = row[at] if at < len(row) else NONE
+    wrong = [column for column in COLUMNS if found.get(column) != 1]
+    if wrong:
+        raise SystemExit(f"metrics/summary.md: expected one table column {wrong[0]!r}, found {found.get(wrong[0], 0)}; "
+                         "update COLUMNS in scripts/readme_table.py")
+    lines = ["| system | " + " | ".join(COLUMNS) + " |", "|---" * (len(COLUMNS) + 1) + "|"]
+    for system, by_column in values.items():
+        cells = [by_column.get(column, NONE) or NONE for column in COLUMNS]
+        if any(cell != NONE for cell in cells):
+            lines.append(f"| {system} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def readme_block(readme: str) -> str | None:
+    """The README's copy, between the markers; None when they are missing."""
+    if START not in readme or END not in readme.partition(START)[2]:
+        return None
+    return readme.partition(START)[2].partition(END)[0].strip("\n") + "\n"
+
+
+def main(argv: list[str]) -> int:
+    table = headline(SUMMARY.read_text(encoding="utf-8"))
+    readme = README.read_text(encoding="utf-8")
+    copy = readme_block(readme)
+    if copy is None:
+        print(f"README.md has no {START} … {END} block", file=sys.stderr)
+        return 1
+    if argv == ["--check"]:
+        if copy != table:
+            print("README.md's headline table is stale: python scripts/readme_table.py", file=sys.stderr)
+            return 1
+        return 0
+    head, _, rest = readme.partition(START)
+    README.write_text(f"{head}{START}\n\n{table}\n{END}{rest.partition(END)[2]}", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

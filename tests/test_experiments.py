@@ -270,7 +270,7 @@ def test_results_draw_each_sweep_from_the_runs_of_todays_default_and_drop_a_plot
     assert pl.read_csv(plots / "t9_lr.csv")["lr"].to_list() == [1e-5, 3e-5]
     # alpha 0.5 is the default's run: one point is still a line to draw; the 1.0 run is of another recipe
     assert pl.read_csv(plots / "t9_alpha.csv")["alpha"].to_list() == [0.5]
-    assert _png_width(plots / "t9.png") == 2 * 288  # the README's image: a panel of 3.2 in at 90 dpi per param
+    assert _png_width(plots / "t9.png") == 2 * 288  # the docs' image: a panel of 3.2 in at 90 dpi per param
     record.write_text(json.dumps({"runs": [run("lr-1.0e-05", table.recipes["lr-1.0e-05"])]}))
     write_results({"t9": table}, load_params(ROOT / "params.yaml"), [], record, tmp_path / "experiments.md", plots)
     assert not (plots / "t9_alpha.csv").exists() and _png_width(plots / "t9.png") == 288

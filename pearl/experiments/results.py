@@ -1,5 +1,5 @@
 """Gathers the finished experiments into `metrics/experiments.{json,md}` and the sweep plots
-(CSV files for `dvc plots`, and one image per sweep table for the README).
+(CSV files for `dvc plots`, and one image per sweep table for the docs' Experiments page).
 
 DVC's experiment refs do not travel with a push of the branch, so the JSON is the record: each
 run found by `dvc exp show` is added to (or replaces, by commit) the runs already recorded, and

@@ -1,4 +1,4 @@
-"""A sweep table drawn as one image, one line plot per swept param: what the README embeds, where
+"""A sweep table drawn as one image, one line plot per swept param: what docs/experiments.md embeds, where
 `dvc plots show` draws the same points from the CSV files."""
 
 from __future__ import annotations

@@ -2,6 +2,7 @@
 
 Folder layout (written into a staging folder and swapped in whole, so a crash leaves the old
 index or none, never half of one):
+
 - `rows.parquet`: `id`, `name` and, for embedding models, `vector` (Array(Float32, dimension));
 - `index.faiss`: inner product over the L2-normalised vectors (cosine), exact below
   `exact_below` names, HNSW above; none for `string`, which is searched exhaustively;
@@ -56,6 +57,11 @@ def pearl_version() -> str:
 
 
 class Index:
+    """Names with their ids and vectors, searchable by cosine (or 3-gram Jaccard for `string`).
+
+    Make one with `build` or `from_table`, grow it with `add` / `add_table`, query it with
+    `search`, and keep it with `save` / `load`; `pearl.link` turns its results into a table."""
+
     def __init__(self, encoder: Encoder, ids: list[str], names: list[str], vectors: np.ndarray | None,
                  settings: IndexSettings, faiss_index=None, stats: dict | None = None):
         self.encoder = encoder

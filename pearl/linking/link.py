@@ -36,7 +36,12 @@ def kept_candidates(scores, rows, min_score: float | None) -> list[tuple[float, 
 
 
 def link(index: Index, mentions, column: str = "mention", k: int = 5, min_score: float | None = None):
-    """Top-k per mention of `mentions` (a polars or pandas DataFrame, or a list of strings)."""
+    """Top-k per mention of `mentions` (a polars or pandas DataFrame, or a list of strings).
+
+    `column` names the mentions column of a table; `k` is the candidates per mention; `min_score`,
+    when given, drops candidates below it (a mention left without any gets a `matched` false row).
+    Returns a table of the caller's kind with the module's columns: mention_row, mention, rank, id,
+    name, score, matched."""
     check_link_flags(k, min_score)
     table = pl.DataFrame({column: list(mentions)}, schema={column: pl.String}) if isinstance(mentions, list) \
         else as_polars(mentions)

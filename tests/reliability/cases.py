@@ -1,5 +1,5 @@
 """Bad inputs, one per row: how the case breaks a copy of the scratch project, the real command, and the
-words its one-line error must contain. `python -m tests.reliability.table` prints them for the README."""
+words its one-line error must contain. `python -m tests.reliability.table` prints them for docs/reliability.md."""
 
 from __future__ import annotations
 

@@ -139,3 +139,42 @@ def test_a_stage_that_reads_the_bench_settings_depends_on_the_whole_section():
     sectioned = {name for name, params in readers.items() if "bench" in params}
     assert sectioned == {"bench", "bench_base", "bench_ref", "bench_tune", "bench_tune_base", "bench_tune_ref"}
     assert not [param for name in sectioned for param in readers[name] if param.startswith("bench.")]
+
+
+# modules the benchmark imports that cannot move a score: errors, logging, params (tracked as params), the CLI
+SCORE_NEUTRAL = {"pearl/errors.py", "pearl/log.py", "pearl/params.py", "pearl/device.py", "pearl/artifacts.py",
+                 "pearl/lone_surrogates.py", "pearl/cli.py"}
+TUNE_ONLY = {"pearl/corpus/sources.py"}  # the tune suite's Wiki aliases read the corpus package
+EMBEDDING_ONLY = {"pearl/embedder.py"}  # bench_string scores 3-gram Jaccard: no model
+
+
+def _pearl_imports(path: Path) -> set[str]:
+    """The files of the pearl modules `path` imports directly (`from pearl.index import trigrams` included)."""
+    import ast
+
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        names = [(node.module, alias.name) for alias in node.names] if isinstance(node, ast.ImportFrom) and node.module \
+            else [(alias.name, None) for alias in node.names] if isinstance(node, ast.Import) else []
+        for module, member in names:
+            if not module.startswith("pearl"):
+                continue
+            base = ROOT / module.replace(".", "/")
+            for candidate in ([base / f"{member}.py"] if member else []) + [base.with_suffix(".py"), base / "__init__.py"]:
+                if candidate.is_file():
+                    found.add(str(candidate.relative_to(ROOT)))
+                    break
+    return found
+
+
+def test_every_benchmark_stage_depends_on_the_code_its_scores_come_from():
+    imported = set().union(*(_pearl_imports(path) for path in [ROOT / "stages" / "bench.py",
+                                                               *(ROOT / "pearl" / "bench").glob("*.py")]))
+    wanted = {path for path in imported - SCORE_NEUTRAL if not path.startswith("pearl/bench/")}
+    assert {"pearl/scores.py", "pearl/index/trigrams.py"} <= wanted
+    for name, stage in _stages().items():
+        if name.split("_")[0] != "bench":
+            continue
+        needs = (wanted if "tune" in name else wanted - TUNE_ONLY) - (EMBEDDING_ONLY if name == "bench_string" else set())
+        missing = [path for path in needs if not any(path == dep or path.startswith(f"{dep}/") for dep in stage["deps"])]
+        assert missing == [], f"{name} lacks {missing}"

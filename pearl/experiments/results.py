@@ -107,8 +107,8 @@ def read_run(found: Finished, tables: dict[str, Table], default: Params) -> dict
     train = json.loads(shell.git_show(found.rev, "metrics/train.json") or "{}")
     # train.json's type accuracy is the tuned model's; the shipped (weight-averaged) export's is average.json's
     shipped = json.loads(shell.git_show(found.rev, "metrics/average.json") or "{}").get("heldout_type_accuracy")
-    train = {**train, "heldout_type_accuracy_before_averaging": train.pop("heldout_type_accuracy", None),
-             "heldout_type_accuracy": shipped}
+    train["heldout_type_accuracy_before_averaging"] = train.pop("heldout_type_accuracy", None)
+    train["heldout_type_accuracy"] = shipped
     created = shell.run(["git", "show", "-s", "--format=%cI", found.rev]).strip()
     record = {"name": found.name, "table": table, "row": row, "seed": seed, "rev": found.rev,
               "baseline": found.baseline, "created": created, "recipe": recipe,

@@ -7,8 +7,8 @@ import socket
 from pathlib import Path
 
 from pearl.errors import PearlError
+from pearl.index.encoder import STRING
 from pearl.index.phrase_index import Index, read_manifest
-from pearl.model.export import is_pearl_export
 from pearl.serve.app import ServeSettings, TypeModel, create_app
 from pearl.types.predict import TypeHead
 
@@ -38,7 +38,7 @@ def load_types(index: Index, types_model: Path | None) -> TypeModel | None:
         head = TypeHead(types_model)  # a folder without a type head fails here, before the encoder loads
         return TypeModel(str(types_model.resolve()), load(types_model), head)
     own = index.encoder.card.id
-    if index.encoder.kind == "embedding" and is_pearl_export(own) and TypeHead.available(Path(own)):
+    if index.encoder.kind != STRING and TypeHead.available(Path(own)):
         return TypeModel(own, index.encoder.embedder.model, TypeHead(Path(own)))
     return None
 

@@ -8,13 +8,17 @@ _MODEL = Field(None, description="the served model's id (GET /health shows it); 
                                  "another model is refused rather than answered by this one")
 
 
+def _texts(what: str):
+    return Field(description=f"{what}; none blank, at most the server's --max-texts per request and --max-chars "
+                             "characters each")
+
+
 class _Request(BaseModel):
     model_config = ConfigDict(extra="forbid")  # a misspelt field is an error, not silently ignored
 
 
 class EmbedRequest(_Request):
-    texts: list[str] = Field(description="the strings to embed; none blank, at most the server's --max-texts "
-                                         "per request and --max-chars characters each")
+    texts: list[str] = _texts("the strings to embed")
     model: str | None = _MODEL
 
 
@@ -26,8 +30,7 @@ class EmbedResponse(BaseModel):
 
 
 class LinkRequest(_Request):
-    mentions: list[str] = Field(description="the strings to link to the index's names; none blank, at most "
-                                            "--max-texts per request and --max-chars characters each")
+    mentions: list[str] = _texts("the strings to link to the index's names")
     k: int = Field(5, ge=1, le=1000, description="candidates per mention (fewer when the index holds fewer names)")
     min_score: float | None = Field(None, ge=-1.0, le=1.0, description="candidates below this score are dropped; "
                                     "a mention left without any is returned with matched false and its best score")
@@ -54,8 +57,7 @@ class LinkResponse(BaseModel):
 
 
 class TypesRequest(_Request):
-    phrases: list[str] = Field(description="the phrases to type; none blank, at most --max-texts per request and "
-                                           "--max-chars characters each")
+    phrases: list[str] = _texts("the phrases to type")
     model: str | None = _MODEL
 
 

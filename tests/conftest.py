@@ -21,17 +21,22 @@ def pytest_collection_modifyitems(items):
     items.sort(key=lambda item: (item.get_closest_marker("slow") is None, "project" in item.fixturenames))
 
 
+# cases that share a module fixture which each worker would build for itself: each group goes to one worker
+SHARED_FIXTURE_GROUPS = ("tests/reliability/test_interrupts.py",  # a DVC repository
+                         # one `bench-task` process for every task
+                         "tests/reliability/test_odd_inputs.py::test_odd_unicode_and_100k_characters_in_a_benchmark_file")
+
+
 def pytest_xdist_make_scheduler(config, log):
-    """xdist's `load`, except that the interrupt cases go to one worker together: they share a DVC repository (a
-    module fixture) that each worker would build for itself. xdist's `loadgroup` does not group under pytest 9."""
+    """xdist's `load`, except that each of SHARED_FIXTURE_GROUPS goes to one worker. xdist's `loadgroup` does not
+    group under pytest 9."""
     if config.getvalue("dist") != "load":
         return None
     from xdist.scheduler import LoadScopeScheduling
 
     class Scheduler(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            path = nodeid.split("::")[0]
-            return path if path == "tests/reliability/test_interrupts.py" else nodeid
+            return next((group for group in SHARED_FIXTURE_GROUPS if nodeid.startswith(group)), nodeid)
 
     return Scheduler(config, log)
 

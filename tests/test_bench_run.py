@@ -182,3 +182,17 @@ def test_an_explicit_omp_thread_count_is_kept_by_the_benchmark(monkeypatch):
         assert torch.get_num_threads() == 1  # side-by-side runs each keep their one thread
     finally:
         torch.set_num_threads(before)
+
+
+def test_a_bad_benchmark_file_fails_before_the_model_loads(tmp_path, monkeypatch):
+    from pearl.bench import run
+    from pearl.params import load_params
+
+    loads = []
+    monkeypatch.setattr(run, "Embedder", lambda *args: loads.append(args))
+    (tmp_path / "ppdb").mkdir()
+    (tmp_path / "ppdb" / "ppdb.json").write_text("[]")
+    ctx = run.build_context(load_params(overrides={"bench.data_dir": str(tmp_path)}), "some/model", "")
+    with pytest.raises(PearlError, match="ppdb.json"):
+        run.run_task(ctx, "ppdb")
+    assert loads == []  # the model libraries' import alone takes seconds

@@ -37,7 +37,8 @@ def context(tmp_path, embedder, **kw):
     settings = dict(
         data_dir=tmp_path, short_text_dir=tmp_path, general_dir=tmp_path, tune_dir=tmp_path, seed=0,
         probe=ProbeSettings(lrs=(1e-2,), batch_size=32, max_epochs=60, patience=8),
-        ppdb_seeds=2, atis_seeds=2, kmeans_inits=5, kb={"yago": None, "umls": None}, embedder=embedder,
+        ppdb_seeds=2, atis_seeds=2, kmeans_inits=5, kb={"yago": None, "umls": None},
+        load_embedder=None if embedder is None else lambda: embedder,
     )
     settings.update(kw)
     return BenchContext(**settings)

@@ -199,3 +199,17 @@ def test_the_mining_module_holds_only_what_the_pipeline_runs():
     library = "\n".join(path.read_text() for path in Path(candidates.__file__).parents[1].rglob("*.py"))
     defined = [node.name for node in ast.parse(source).body if isinstance(node, (ast.FunctionDef, ast.ClassDef))]
     assert [name for name in defined if len(re.findall(rf"\b{name}\b", library)) < 2] == []
+
+
+def test_mining_leaves_the_processs_thread_count_as_it_found_it():
+    """faiss and torch share the OpenMP runtime: a stage after candidates in the same process trained on two
+    threads instead of one, to other bytes."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        candidates.character_neighbour_pairs(NYT_SET, dataclasses.replace(SETTINGS, n_threads=2))
+        assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(before)

@@ -44,9 +44,10 @@ def build_context(params: Params, model: str | None, prefix: str, param: str = "
     if not os.environ.get("OMP_NUM_THREADS"):
         # torch's default is the physical cores; an explicit OMP_NUM_THREADS (side-by-side runs) wins
         torch.set_num_threads(os.cpu_count() or 1)
-    embedder = None
+    load_embedder = None
     if model is not None:
-        embedder = Embedder(model, prefix, b.batch_size, b.max_length, resolve_device(params.base.device), param)
+        def load_embedder() -> Embedder:
+            return Embedder(model, prefix, b.batch_size, b.max_length, resolve_device(params.base.device), param)
     return BenchContext(
         data_dir=Path(b.data_dir),
         short_text_dir=Path(b.short_text_dir),
@@ -58,14 +59,14 @@ def build_context(params: Params, model: str | None, prefix: str, param: str = "
         atis_seeds=b.atis_seeds,
         kmeans_inits=b.kmeans_inits,
         kb={task: resolve_kb(getattr(b, f"{task}_kb"), task, b.hf_dataset) for task in KB_HUB_FILES},
-        embedder=embedder,
+        load_embedder=load_embedder,
     )
 
 
 def run_task(ctx: BenchContext, task: str) -> dict:
     if task not in TASKS:
         raise PearlError(f"unknown benchmark task {task!r} (valid: {', '.join(TASKS)})")
-    if ctx.embedder is None and task not in STRING_TASKS:
+    if ctx.load_embedder is None and task not in STRING_TASKS:
         raise PearlError(f"the string baseline cannot run {task!r}: it needs vectors (string tasks: {', '.join(STRING_TASKS)})")
     clock = Stopwatch()
     result = TASKS[task](ctx)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -34,11 +35,17 @@ class BenchContext:
     atis_seeds: int
     kmeans_inits: int
     kb: dict[str, Path | None]
-    embedder: Embedder | None = None  # None: the string baseline
+    # None: the string baseline. Called when a task first needs vectors, after it has read and checked its file:
+    # a bad benchmark file fails before the model libraries load
+    load_embedder: Callable[[], Embedder] | None = None
+
+    @cached_property
+    def embedder(self) -> Embedder:
+        return self.load_embedder()
 
     @property
     def similarity(self) -> EmbeddingSimilarity | TrigramJaccard:
-        return TrigramJaccard() if self.embedder is None else EmbeddingSimilarity(self.embedder)
+        return TrigramJaccard() if self.load_embedder is None else EmbeddingSimilarity(self.embedder)
 
     def vectors(self, texts: list[str]) -> np.ndarray:
         return self.embedder.embed(texts)

@@ -35,9 +35,10 @@ Actors score the pairs (PairScorer) at any size. The index build stays on the dr
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -208,12 +209,31 @@ def search_in_chunks(index: "faiss.Index", vectors: np.ndarray, m: int) -> np.nd
                       for start in range(0, len(vectors), SEARCH_ROWS)])
 
 
+@contextlib.contextmanager
+def omp_threads(threads: int) -> Iterator[None]:
+    """faiss on `threads` threads, then the process's count as before: torch shares the OpenMP runtime, and a
+    later stage in the same process (the Python API) would otherwise train on other threads, to other bytes."""
+    import faiss
+
+    before = faiss.omp_get_max_threads()
+    faiss.omp_set_num_threads(threads)
+    try:
+        yield
+    finally:
+        faiss.omp_set_num_threads(before)
+
+
 def character_neighbour_pairs(phrases: list[str], settings: CandidateSettings,
                               neighbours: Neighbours = search_in_chunks) -> tuple[np.ndarray, np.ndarray]:
     """(row, col) of each phrase's block_top_m nearest others by character-vector cosine."""
+    with omp_threads(settings.n_threads):
+        return _character_neighbour_pairs(phrases, settings, neighbours)
+
+
+def _character_neighbour_pairs(phrases: list[str], settings: CandidateSettings,
+                               neighbours: Neighbours) -> tuple[np.ndarray, np.ndarray]:
     import faiss
 
-    faiss.omp_set_num_threads(settings.n_threads)
     vectors = character_vectors(phrases, settings.block_dim, settings.seed)
     n, dim = vectors.shape
     if n < EXACT_BELOW:

@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 
 from tests.reliability.cases import parquet
-from tests.reliability.conftest import LONG, commit_all, connections, pearl, replace
+from tests.reliability.conftest import LONG, commit_all, connections, pearl, pearl_chain, replace
 
 pytestmark = pytest.mark.slow
 
@@ -43,8 +43,7 @@ def test_a_100k_character_phrase_goes_through_every_stage(project, tmp_path):
     phrases = pl.read_parquet(path)
     parquet(path, pl.concat([phrases, pl.DataFrame({"phrase": [LONG.strip()], "lex_type": ["NP"], "freq": [2]},
                                                    schema=phrases.schema)]))
-    for stage in ("typing", "augment", "candidates", "teacher", "negatives", "train", "average"):
-        ok(pearl(root, stage))
+    ok(pearl_chain(root, *([stage] for stage in ("typing", "augment", "candidates", "teacher", "negatives", "train", "average"))))
     assert LONG.strip() in pl.read_parquet(root / "data/typed/phrases.parquet")["phrase"].to_list()
     assert LONG.strip() in pl.read_parquet(root / "data/teacher/vectors.parquet")["text"].to_list()
 
@@ -66,8 +65,7 @@ def test_a_one_row_phrases_table_goes_through_every_stage_before_train(project, 
     root = project.copy(tmp_path / "project")
     path = root / "data/phrases/phrases.parquet"
     parquet(path, pl.read_parquet(path).head(1))
-    for stage in ("typing", "augment", "candidates", "teacher", "negatives"):
-        ok(pearl(root, stage))
+    ok(pearl_chain(root, *([stage] for stage in ("typing", "augment", "candidates", "teacher", "negatives"))))
     assert pl.read_parquet(root / "data/negatives/hard_negatives.parquet").height == 1  # its row: no negative
 
 
@@ -87,24 +85,37 @@ BENCH_LONG = {  # task → (system, file under inputs/, a line holding ODD_LONG;
 }
 
 
+@pytest.fixture(scope="module")
+def bench_long(project, tmp_path_factory) -> tuple:
+    """One copy with ODD_LONG in every task's file, each task scored by `bench-task` in one process (the cases
+    share the model libraries' import); a task reads only its own file."""
+    root = project.copy(tmp_path_factory.mktemp("bench-long") / "project")
+    for task, (system, name, line) in BENCH_LONG.items():
+        path = root / "inputs" / name
+        text = path.read_text()
+        if task == "ppdb":
+            text = json.dumps([*json.loads(text), [ODD_LONG, "large dog", "pos"]])
+        elif task == "conll2003":
+            text += json.dumps({"sentences": [[ODD_LONG, "visited", "Paris"]], "ner": [[[0, 0, "PER"], [2, 2, "LOC"]]]}) + "\n"
+        elif task == "bc5cdr":
+            text += json.dumps({"sentences": [[ODD_LONG, "induced", "fever"]], "ner": [[[0, 0, "Chemical"], [2, 2, "Disease"]]]}) + "\n"
+        elif task == "atis_s":
+            text = ODD_LONG + "\n" + text.split("\n", 1)[1]
+        else:
+            text += line
+        replace(path, text)
+    result = pearl_chain(root, *(("bench-task", system, task) for task, (system, _, _) in BENCH_LONG.items()),
+                         keep_going=True)
+    return root, result
+
+
 @pytest.mark.parametrize("task", list(BENCH_LONG))
-def test_odd_unicode_and_100k_characters_in_a_benchmark_file_are_scored(project, tmp_path, task):
-    root = project.copy(tmp_path / "project")
-    system, name, line = BENCH_LONG[task]
-    path = root / "inputs" / name
-    text = path.read_text()
-    if task == "ppdb":
-        text = json.dumps([*json.loads(text), [ODD_LONG, "large dog", "pos"]])
-    elif task == "conll2003":
-        text += json.dumps({"sentences": [[ODD_LONG, "visited", "Paris"]], "ner": [[[0, 0, "PER"], [2, 2, "LOC"]]]}) + "\n"
-    elif task == "bc5cdr":
-        text += json.dumps({"sentences": [[ODD_LONG, "induced", "fever"]], "ner": [[[0, 0, "Chemical"], [2, 2, "Disease"]]]}) + "\n"
-    elif task == "atis_s":
-        text = ODD_LONG + "\n" + text.split("\n", 1)[1]
-    else:
-        text += line
-    replace(path, text)
-    ok(pearl(root, "bench-task", system, task))
+def test_odd_unicode_and_100k_characters_in_a_benchmark_file_are_scored(bench_long, task):
+    root, run = bench_long
+    system = BENCH_LONG[task][0]
+    header = f"$ pearl bench-task {system} {task}\n"
+    output = run.stderr[run.stderr.index(header):].split("\n$ pearl ", 1)[0]
+    assert "error: " not in output and "Traceback" not in output, output[-3000:]
     result = json.loads((root / f"metrics/bench/{system}/{task}.json").read_text())
     assert np.isfinite(result["score"]) and result["n"] > 0
 
@@ -131,8 +142,7 @@ def test_every_pearl_command_stays_offline(project, tmp_path):
         ("cluster", "names.csv", "--column", "name", "--k", "2", "--out", "clusters.csv"),
         ("types", "--input", "names.csv", "--column", "name", "--out", "types.csv"),
     ]
-    for command in commands:
-        ok(pearl(root, *command))
+    ok(pearl_chain(root, *commands))
     assert connections(root) == []
     assert pl.read_csv(root / "links.csv")["mention_row"].unique().len() == 4
     assert pl.read_csv(root / "joined.csv").height == 4

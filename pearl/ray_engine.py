@@ -49,9 +49,30 @@ def _import_ray():
 @contextlib.contextmanager
 def ray_session(p: RayParams) -> Iterator[RayRun]:
     """Start a Ray on this machine (`ray.address` null) or join a running cluster, for one stage; the
-    RayRun gathers where and how long its actors worked."""
+    RayRun gathers where and how long its actors worked. A Ray this process already runs (started by a
+    notebook or a driver script that calls pearl's stages) is used as it is and left running."""
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # Ray otherwise reports usage over the network
     ray = _import_ray()
+    started = not ray.is_initialized()
+    if started:
+        _start(ray, p)
+    else:
+        log.info("using the Ray this process already runs: ray.address and ray.num_cpus do not apply")
+    # Ray 2.60's default (V2) Parquet reader lists the files in a task of one CPU, which waits forever
+    # behind actors holding every CPU (a node of 1 CPU, or workers = CPUs): the V1 reader lists them here
+    ray.data.DataContext.get_current().use_datasource_v2 = False
+    resources = ray.cluster_resources()
+    where = "of this process" if not started else "started here" if p.address is None else f"at {p.address}"
+    log.info("Ray %s: %d node(s), %g CPU, %g GPU", where, len([n for n in ray.nodes() if n["Alive"]]),
+             resources.get("CPU", 0), resources.get("GPU", 0))
+    try:
+        yield RayRun()
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def _start(ray, p: RayParams) -> None:
     if p.address is None:
         options = {"num_cpus": p.num_cpus, "include_dashboard": False}
     else:
@@ -63,16 +84,6 @@ def ray_session(p: RayParams) -> Iterator[RayRun]:
         raise PearlError(f"cannot join the Ray cluster at ray.address={p.address!r} ({first_line(error)}): "
                          "start it with `ray start --head`, or set ray.address=null for a Ray on this "
                          "machine") from None
-    # Ray 2.60's default (V2) Parquet reader lists the files in a task of one CPU, which waits forever
-    # behind actors holding every CPU (a node of 1 CPU, or workers = CPUs): the V1 reader lists them here
-    ray.data.DataContext.get_current().use_datasource_v2 = False
-    resources = ray.cluster_resources()
-    log.info("Ray %s: %d node(s), %g CPU, %g GPU", "started here" if p.address is None else f"at {p.address}",
-             len([n for n in ray.nodes() if n["Alive"]]), resources.get("CPU", 0), resources.get("GPU", 0))
-    try:
-        yield RayRun()
-    finally:
-        ray.shutdown()
 
 
 def _check_reachable(address: str) -> None:

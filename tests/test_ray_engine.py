@@ -15,12 +15,31 @@ from pearl.parse import stage as parse_stage
 from tests.test_parse_stage import SENTENCES
 
 
+@pytest.fixture
+def running_ray():
+    """A Ray of 2 CPUs, what these tests ask for, started once per worker and left running: ray_session uses it,
+    so that each stage does not pay Ray's start and stop (6 s on a 2-core CI machine)."""
+    import ray
+
+    if not ray.is_initialized():
+        ray.init(num_cpus=2, include_dashboard=False, configure_logging=False, log_to_driver=False)
+    return ray
+
+
+@pytest.fixture
+def no_running_ray():
+    """For the tests of Ray's start, or of a Ray of 1 CPU: the stage starts its own."""
+    import ray
+
+    ray.shutdown()
+
+
 def _shards(path):
     return [shard["rows"] for shard in json.loads((path / "manifest.json").read_text())["shards"]]
 
 
 @pytest.mark.slow
-def test_parse_and_typing_on_ray_write_the_local_engines_rows_in_shards(make_params, tmp_path):
+def test_parse_and_typing_on_ray_write_the_local_engines_rows_in_shards(make_params, tmp_path, running_ray):
     corpus = tmp_path / "sentences.parquet"
     sentences = SENTENCES * 3  # 21 sentences in batches of 4: both actors get work, and outputs interleave
     pl.DataFrame({"doc_id": ["d"] * len(sentences), "sent_id": range(len(sentences)), "text": sentences}
@@ -41,7 +60,7 @@ def test_parse_and_typing_on_ray_write_the_local_engines_rows_in_shards(make_par
 
 
 @pytest.mark.slow
-def test_parse_with_nodes_reading_the_sentence_shards_counts_the_local_engines_phrases(make_params, tmp_path):
+def test_parse_with_nodes_reading_the_sentence_shards_counts_the_local_engines_phrases(make_params, tmp_path, running_ray):
     corpus = tmp_path / "sentences.parquet"
     sentences = [*SENTENCES * 3, "The old harbour of Oslo is cold."]  # its phrases occur once, below parse.min_freq
     _sentence_shards(corpus, sentences, shard_rows=4)  # 6 shards, read by Ray's tasks, none by the driver
@@ -59,7 +78,7 @@ def test_parse_with_nodes_reading_the_sentence_shards_counts_the_local_engines_p
 
 
 @pytest.mark.slow
-def test_nodes_reading_the_shards_give_each_actor_call_one_batch(make_params, tmp_path):
+def test_nodes_reading_the_shards_give_each_actor_call_one_batch(make_params, tmp_path, running_ray):
     """An actor takes whole blocks: Ray Data's default of a few large ones (blocks of 1 MB and more)
     left one of two actors parsing 3 blocks of 7,278 sentences while the other, done with 2, waited."""
     from pearl.artifacts import artifact_files
@@ -86,7 +105,7 @@ def _sentence_shards(path, sentences, shard_rows):
 
 
 @pytest.mark.slow
-def test_the_corpus_streamed_through_ray_actors_gives_the_local_engines_rows_and_counts_in_shards(make_params, tmp_path):
+def test_the_corpus_streamed_through_ray_actors_gives_the_local_engines_rows_and_counts_in_shards(make_params, tmp_path, running_ray):
     documents = [  # a doc_id that comes back, an empty document, a sentence too short and one too long
         {"id": "a", "text": "Paris is the capital of France. It is large.\n\nBerlin is in Germany."},
         {"id": "a", "text": "Rome is old. Ok."}, {"id": "e", "text": " "}, {"id": "a", "text": "Oslo is cold."},
@@ -115,7 +134,7 @@ def test_the_corpus_streamed_through_ray_actors_gives_the_local_engines_rows_and
 
 
 @pytest.mark.slow
-def test_the_teacher_on_ray_writes_the_local_engines_vectors_bit_for_bit(make_params, tiny_encoder, tmp_path):
+def test_the_teacher_on_ray_writes_the_local_engines_vectors_bit_for_bit(make_params, tiny_encoder, tmp_path, running_ray):
     from pearl.teacher import stage as teacher_stage
 
     words = [f"{w}{'s' * (i % 5)}" for i, w in enumerate(["alpha", "beta", "gamma delta", "epsilon", "zeta eta theta"] * 9)]
@@ -142,7 +161,7 @@ def test_the_teacher_on_ray_writes_the_local_engines_vectors_bit_for_bit(make_pa
 
 
 @pytest.mark.slow
-def test_augment_with_its_heads_vectors_and_synonyms_from_ray_actors_writes_the_local_engines_rows(make_params, tiny_encoder, tmp_path):
+def test_augment_with_its_heads_vectors_and_synonyms_from_ray_actors_writes_the_local_engines_rows(make_params, tiny_encoder, tmp_path, running_ray):
     from pearl.augment import stage as augment_stage
 
     # heads in groups of 5, 3, 2 and 1 (sorted by their ends): a phrase given another's head or vector mines other pairs
@@ -171,7 +190,7 @@ def test_augment_with_its_heads_vectors_and_synonyms_from_ray_actors_writes_the_
 
 @pytest.mark.slow
 @pytest.mark.parametrize("search_on_ray", [False, True])
-def test_candidate_pairs_scored_on_ray_give_the_local_engines_rows(search_on_ray, make_params, tmp_path, monkeypatch):
+def test_candidate_pairs_scored_on_ray_give_the_local_engines_rows(search_on_ray, make_params, tmp_path, monkeypatch, running_ray):
     from pearl.negatives import candidates
     from pearl.negatives import stage as negatives_stage
     from tests.test_negatives import NYT_SET
@@ -192,7 +211,7 @@ def test_candidate_pairs_scored_on_ray_give_the_local_engines_rows(search_on_ray
 
 
 @pytest.mark.slow
-def test_the_shared_word_join_after_a_ray_shuffle_finds_the_local_pairs(make_params):
+def test_the_shared_word_join_after_a_ray_shuffle_finds_the_local_pairs(make_params, running_ray):
     from pearl.negatives import candidates
     from pearl.negatives.stage import shared_words_on_ray
     from pearl.ray_engine import ray_session
@@ -206,9 +225,10 @@ def test_the_shared_word_join_after_a_ray_shuffle_finds_the_local_pairs(make_par
     assert sorted(zip(rows.tolist(), cols.tolist())) == sorted(zip(*(side.tolist() for side in local)))
     assert len(rows) > 1000 and len(local[0]) < len(candidates.shared_word_pairs(phrases, 0.7 / 0.95, 400)[0])
     assert run.metrics()["ray_busy_seconds"] > 0
+    assert running_ray.is_initialized()  # the process's own Ray: used, and left running for its owner
 
 
-def test_an_address_where_no_ray_head_listens_fails_in_one_line(make_params, tmp_path):
+def test_an_address_where_no_ray_head_listens_fails_in_one_line(make_params, tmp_path, no_running_ray):
     corpus = tmp_path / "sentences.parquet"
     pl.DataFrame({"doc_id": ["d"], "sent_id": [0], "text": SENTENCES[:1]}).write_parquet(corpus)
     with pytest.raises(PearlError) as error:
@@ -218,7 +238,7 @@ def test_an_address_where_no_ray_head_listens_fails_in_one_line(make_params, tmp
     assert not (tmp_path / "p.parquet").exists()
 
 
-def test_an_actor_larger_than_the_cluster_fails_in_one_line(make_params, tmp_path):
+def test_an_actor_larger_than_the_cluster_fails_in_one_line(make_params, tmp_path, no_running_ray):
     corpus = tmp_path / "sentences.parquet"
     pl.DataFrame({"doc_id": ["d"], "sent_id": [0], "text": SENTENCES[:1]}).write_parquet(corpus)
     with pytest.raises(PearlError, match=r"ray\.parse\.cpus_per_worker"):
@@ -227,7 +247,7 @@ def test_an_actor_larger_than_the_cluster_fails_in_one_line(make_params, tmp_pat
 
 
 @pytest.mark.slow
-def test_a_row_that_makes_an_actor_raise_is_named_and_nothing_is_written(make_params, tmp_path):
+def test_a_row_that_makes_an_actor_raise_is_named_and_nothing_is_written(make_params, tmp_path, no_running_ray):
     corpus = tmp_path / "sentences.parquet"
     sentences = [*SENTENCES[:3], "a " * 600_000, *SENTENCES[3:]]  # row 3 is beyond spaCy's nlp.max_length
     pl.DataFrame({"doc_id": ["d"] * len(sentences), "sent_id": range(len(sentences)), "text": sentences}
@@ -241,7 +261,7 @@ def test_a_row_that_makes_an_actor_raise_is_named_and_nothing_is_written(make_pa
     assert sorted(p.name for p in tmp_path.iterdir()) == ["sentences.parquet"]
 
 
-def test_a_row_a_node_read_that_makes_an_actor_raise_is_named_with_its_shard_and_nothing_is_written(make_params, tmp_path):
+def test_a_row_a_node_read_that_makes_an_actor_raise_is_named_with_its_shard_and_nothing_is_written(make_params, tmp_path, no_running_ray):
     corpus = tmp_path / "sentences.parquet"
     _sentence_shards(corpus, [*SENTENCES[:3], "a " * 600_000, *SENTENCES[3:]], shard_rows=3)
     with pytest.raises(PearlError) as error:

@@ -23,6 +23,8 @@ class Embedder:
     """
 
     def __init__(self, model: str, prefix: str, batch_size: int, max_length: int, device: str, param: str = "--model"):
+        # an unknown id or a missing folder fails here, before the model libraries' import (11 s on CI's 2 cores)
+        source = resolve_model(model, param)
         from sentence_transformers import SentenceTransformer
 
         from pearl.model.export import is_pearl_export, load
@@ -30,10 +32,9 @@ class Embedder:
         self.model_id = model
         try:
             # pearl's loader takes a PEARL export's module classes from this package; no directory's code is trusted
-            if is_pearl_export(model):
-                self.model = load(model, device)
+            if is_pearl_export(source):
+                self.model = load(source, device)
             else:
-                source = resolve_model(model, param)
                 # a folder needs no hub: without local_files_only sentence-transformers asks it about the name anyway
                 self.model = SentenceTransformer(source, device=device, local_files_only=Path(source).is_dir())
         except PearlError:

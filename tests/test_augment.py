@@ -191,3 +191,19 @@ def test_parrot_path_with_tiny_random_models(tmp_path, make_params):
     assert parrot(augment__parrot_fluency_threshold=0.96).paraphrase(phrases, batch_size=2) == {}
     with pytest.raises(PearlError, match="augment.parrot_fluency_model=.*missing.: no such folder"):
         parrot(augment__parrot_fluency_model=str(tmp_path / "missing"))
+
+
+def test_a_backbone_that_cannot_load_fails_before_the_word_level_work(make_params, tmp_path, monkeypatch):
+    """The word-level variants and fastText come first in the stage: 25 s here before the model was looked up."""
+    import polars as pl
+
+    from pearl.augment import stage
+
+    typed = tmp_path / "typed.parquet"
+    pl.DataFrame({"phrase": ["the old city"], "label_id": [0]}).write_parquet(typed)
+    monkeypatch.setattr(stage, "build_variants", lambda *args: pytest.fail("the variants were built first"))
+    with pytest.raises(MissingModelError, match="model.backbone"):
+        stage.run(make_params(model__backbone=str(tmp_path / "no-such-model")), source=typed,
+                  sentences=tmp_path / "sentences.parquet", output=tmp_path / "variants.parquet",
+                  metrics=tmp_path / "augment.json")
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["typed.parquet"]

@@ -174,3 +174,12 @@ def test_a_hub_model_neither_cached_nor_reachable_says_how_to_get_it(no_network,
                             f"cache ({constants.HF_HUB_CACHE}) or the hub: run `hf download org/absent` where there "
                             "is a network, or give a local folder")
     assert "\n" not in message
+
+
+def test_a_model_that_cannot_be_found_fails_before_the_model_libraries_load(tmp_path, monkeypatch):
+    """Their import alone takes 11 s on CI's 2 cores: a wrong --model or param is told at once."""
+    from pearl.embedder import Embedder
+
+    monkeypatch.setitem(sys.modules, "sentence_transformers", None)  # importing it now raises ImportError
+    with pytest.raises(MissingModelError, match="no such folder"):
+        Embedder(str(tmp_path / "no-such-model"), "", 8, 64, "cpu", param="--model")

@@ -17,6 +17,7 @@ from pearl.augment.char_level import CharAugmenter
 from pearl.device import resolve_device
 from pearl.embedder import Embedder
 from pearl.log import Stopwatch, get_logger
+from pearl.model_ids import resolve_model
 from pearl.params import Params, ParseParams
 from pearl.ray_encoding import encode_on_ray
 from pearl.ray_engine import RayRun, RowActor, map_with_actors, ray_session
@@ -192,6 +193,8 @@ def coverage(variants: pl.DataFrame, phrase_count: int) -> dict[str, float]:
 def run(params: Params, source: Path = PHRASES, sentences: Path = SENTENCES,
         output: Path = OUTPUT, metrics: Path = METRICS) -> dict:
     phrases = read_artifact(source, TYPED_PHRASES_SCHEMA)["phrase"].to_list()
+    if params.augment.phrase_backend != "parrot":  # the mined paraphrases need it: fail before the word-level work
+        resolve_model(params.model.backbone, "model.backbone")
     clock = Stopwatch()
     variants, sources, ray_metrics = build_variants(params, phrases, sentences, source)
     timing = {**clock.report(log, len(phrases), "phrases"), **ray_metrics}

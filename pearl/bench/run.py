@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from functools import partial
 from pathlib import Path
 
 import torch
@@ -44,10 +45,8 @@ def build_context(params: Params, model: str | None, prefix: str, param: str = "
     if not os.environ.get("OMP_NUM_THREADS"):
         # torch's default is the physical cores; an explicit OMP_NUM_THREADS (side-by-side runs) wins
         torch.set_num_threads(os.cpu_count() or 1)
-    load_embedder = None
-    if model is not None:
-        def load_embedder() -> Embedder:
-            return Embedder(model, prefix, b.batch_size, b.max_length, resolve_device(params.base.device), param)
+    load_embedder = None if model is None else partial(
+        Embedder, model, prefix, b.batch_size, b.max_length, resolve_device(params.base.device), param)
     return BenchContext(
         data_dir=Path(b.data_dir),
         short_text_dir=Path(b.short_text_dir),

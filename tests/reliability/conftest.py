@@ -126,7 +126,9 @@ def pearl(cwd: Path, *args: str, preexec=None, timeout: int = 600) -> subprocess
 
 # `pearl` commands one after another in one Python process: each pays the model libraries' import (11 s on a
 # 2-core CI machine) once instead of once per command. It exits with the first failure's code, at once unless
-# keep_going; a line "$ pearl …" on stderr opens each command's output.
+# keep_going; a line "$ pearl …" on stderr opens each command's output. The project is built this way and
+# test_interrupts re-runs its stages in processes of their own: a stage whose bytes depend on what ran before it
+# in the process (a library setting left behind) fails there.
 CHAIN = """
 import json, sys
 from pearl.cli import main

@@ -37,6 +37,7 @@ log = get_logger("ray")
 
 
 def _import_ray():
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # Ray otherwise reports usage over the network
     try:
         import ray
         import ray.data
@@ -51,11 +52,10 @@ def ray_session(p: RayParams) -> Iterator[RayRun]:
     """Start a Ray on this machine (`ray.address` null) or join a running cluster, for one stage; the
     RayRun gathers where and how long its actors worked. A Ray this process already runs (started by a
     notebook or a driver script that calls pearl's stages) is used as it is and left running."""
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # Ray otherwise reports usage over the network
     ray = _import_ray()
     started = not ray.is_initialized()
     if started:
-        _start(ray, p)
+        start_ray(p)
     else:
         log.info("using the Ray this process already runs: ray.address and ray.num_cpus do not apply")
     # Ray 2.60's default (V2) Parquet reader lists the files in a task of one CPU, which waits forever
@@ -72,7 +72,9 @@ def ray_session(p: RayParams) -> Iterator[RayRun]:
             ray.shutdown()
 
 
-def _start(ray, p: RayParams) -> None:
+def start_ray(p: RayParams) -> None:
+    """ray.init as `ray.address` and `ray.num_cpus` say, or one line naming the address it could not join."""
+    ray = _import_ray()
     if p.address is None:
         options = {"num_cpus": p.num_cpus, "include_dashboard": False}
     else:

@@ -16,13 +16,15 @@ from tests.test_parse_stage import SENTENCES
 
 
 @pytest.fixture
-def running_ray():
+def running_ray(make_params):
     """A Ray of 2 CPUs, what these tests ask for, started once per worker and left running: ray_session uses it,
     so that each stage does not pay Ray's start and stop (6 s on a 2-core CI machine)."""
     import ray
 
+    from pearl.ray_engine import start_ray
+
     if not ray.is_initialized():
-        ray.init(num_cpus=2, include_dashboard=False, configure_logging=False, log_to_driver=False)
+        start_ray(make_params(ray__num_cpus=2).ray)
     return ray
 
 

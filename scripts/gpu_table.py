@@ -1,0 +1,61 @@
+"""Record a scripts/gpu_train_base.sh run: `python scripts/gpu_table.py RESULTS_DIR RECORD_DIR`, RESULTS_DIR being
+its results.tgz unpacked. Writes RECORD_DIR/run.json (every score, the stages' metrics, the software) and
+RECORD_DIR/run.md (the tables), and prints the tables.
+
+Beside the paper's 9-task average: the clean-PPDB one and the mean of the seven tasks without a trained probe,
+which fp16 rounding moves least (issue 39)."""
+
+import json
+import sys
+from pathlib import Path
+
+from pearl.artifacts import atomic_path, write_json
+from pearl.bench.report import TITLES, with_means
+from pearl.bench.task_names import GENERAL_TASKS, PHRASE_TASKS, TUNE_TASKS
+
+PROBE_FREE = PHRASE_TASKS[2:]
+COLUMNS = {"test": [*PHRASE_TASKS, "avg9", "avg9_clean", "probe_free7", *GENERAL_TASKS, "general"],
+           "tune": [*TUNE_TASKS, "tune"]}
+STAGES = ("teacher", "negatives", "train", "average")
+
+
+def scores(folder: Path) -> dict[str, float]:
+    found = with_means({p.stem: json.loads(p.read_text())["score"] for p in sorted(folder.glob("*.json"))})
+    if all(task in found for task in PROBE_FREE):
+        found["probe_free7"] = round(sum(found[t] for t in PROBE_FREE) / len(PROBE_FREE), 2)
+    return found
+
+
+def record(results: Path) -> dict:
+    return {
+        "software": (results / "env.txt").read_text().strip().splitlines(),
+        "timeline": (results / "timeline.txt").read_text().strip().splitlines(),
+        "stages": {stage: json.loads((results / f"{stage}.json").read_text()) for stage in STAGES},
+        "scores": {suite: {system.name: scores(system) for system in sorted((results / suite).glob("*")) if system.is_dir()}
+                   for suite in COLUMNS},
+    }
+
+
+def markdown(run: dict) -> str:
+    lines = []
+    for suite, columns in COLUMNS.items():
+        titles = [TITLES.get(c, "Probe-free (7)") for c in columns]
+        lines += [f"### {suite} suite", "", "| system | " + " | ".join(titles) + " |", "|---" * (len(columns) + 1) + "|"]
+        for system, row in run["scores"][suite].items():
+            lines.append(f"| {system} | " + " | ".join(f"{row[c]:.2f}" if c in row else "–" for c in columns) + " |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def main(results: Path, out: Path) -> None:
+    run = record(results)
+    write_json(run, out / "run.json")
+    with atomic_path(out / "run.md") as tmp:
+        tmp.write_text(markdown(run))
+    print(markdown(run))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3:
+        sys.exit("usage: python scripts/gpu_table.py RESULTS_DIR RECORD_DIR")
+    main(Path(sys.argv[1]), Path(sys.argv[2]))

@@ -15,7 +15,7 @@ from pearl.bench.task_names import GENERAL_TASKS, PHRASE_TASKS, TUNE_TASKS
 
 PROBE_FREE = PHRASE_TASKS[2:]
 COLUMNS = {"test": [*PHRASE_TASKS, "avg9", "avg9_clean", "probe_free7", *GENERAL_TASKS, "general"],
-           "tune": [*TUNE_TASKS, "tune"]}
+           "tune": [*TUNE_TASKS, "tune", "tune_names"]}
 STAGES = ("teacher", "negatives", "train", "average")
 
 

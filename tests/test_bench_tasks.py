@@ -153,6 +153,27 @@ def test_wiki_aliases_take_the_names_a_lead_gives_its_subject():
     assert len(real.mentions) > 500 and len(real.dictionary) > 9_000 and set(real.gold) <= set(real.dictionary)
 
 
+def test_geonames_aliases_link_held_out_cities_other_names():
+    from pearl.bench.geonames_aliases import alias_pairs, is_held_out, load_cities, load_geonames_aliases
+
+    def city(geonameid, name, *alternates):
+        return {"geonameid": geonameid, "name": name, "alternatenames": list(alternates)}
+
+    cities = {"10": city(10, "Mumbai", "Bombay", "mumbai", "MUMBAI", "bmbyy", "Бомбей", "BOM", "Bombaim", "Mumbaî"),
+              "11": city(11, "Beijing", "Peking"),  # not held out: training may use it
+              "20": city(20, "Köln", "Cologne")}
+    pairs = alias_pairs(cities)
+    # kept: Latin, capitalised, 4+ characters, not the name after case folding; at most two per city
+    assert {alias for alias, name in pairs if name == "Mumbai"} < {"Bombay", "Bombaim", "Mumbaî"}
+    assert len([name for _, name in pairs if name == "Mumbai"]) == 2 and ("Cologne", "Köln") in pairs
+    assert "Beijing" not in {name for _, name in pairs} and pairs == alias_pairs(dict(reversed(cities.items())))
+
+    real = load_geonames_aliases()
+    held_out = {c["name"] for c in load_cities().values() if is_held_out(c["geonameid"])}
+    assert ("Lyallpur", "Faisalabad") in zip(real.mentions, real.gold)
+    assert len(real.mentions) > 4_000 and set(real.gold) <= set(real.dictionary) == held_out
+
+
 # --- clustering --------------------------------------------------------------------------
 
 def test_clustering_reads_document_offsets_and_scores_nmi(tmp_path):

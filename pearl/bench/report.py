@@ -8,7 +8,8 @@ from pathlib import Path
 
 from pearl.artifacts import atomic_path, write_json
 from pearl.errors import PearlError
-from pearl.bench.task_names import CLEAN_PPDB_TASKS, GENERAL_TASKS, PHRASE_TASKS, SHORT_TEXT_TASKS, TUNE_TASKS
+from pearl.bench.task_names import (CLEAN_PPDB_TASKS, GENERAL_TASKS, NAME_TUNE_TASKS, PHRASE_TASKS, SHORT_TEXT_TASKS,
+                                    TUNE_MEAN_TASKS, TUNE_TASKS)
 
 TITLES = {
     "ppdb": "PPDB", "ppdb_filtered": "PPDB filtered", "turney": "Turney", "bird": "BIRD", "yago": "YAGO",
@@ -16,19 +17,20 @@ TITLES = {
     "atis_l": "ATIS-L", "ppdb_clean": "PPDB clean", "ppdb_filtered_clean": "PPDB filtered clean",
     "simlex": "SimLex", "ws353_sim": "WS-sim", "ws353_rel": "WS-rel", "men": "MEN", "stsb": "STS-B",
     "conll2003_train": "CoNLL 03 train", "bc5cdr_train": "BC5CDR train", "stsb_dev": "STS-B dev",
-    "rw": "RW", "simverb": "SimVerb", "wiki_aliases": "Wiki aliases",
+    "rw": "RW", "simverb": "SimVerb", "wiki_aliases": "Wiki aliases", "geonames_aliases": "GeoNames aliases",
     "avg9": "Avg (9 tasks)", "avg9_clean": "Avg (9, clean PPDB)", "general": "General (mean)", "tune": "Tune (mean)",
+    "tune_names": "Names (tune mean)",
 }
 # column → the tasks it averages, when all are present
 # The paper's average puts PPDB twins on both sides of its split; the clean one swaps in the
 # leak-free PPDB columns.
 MEANS = {"avg9": PHRASE_TASKS, "avg9_clean": (*CLEAN_PPDB_TASKS, *PHRASE_TASKS[2:]), "general": GENERAL_TASKS,
-         "tune": TUNE_TASKS}
+         "tune": TUNE_MEAN_TASKS, "tune_names": NAME_TUNE_TASKS}
 TABLES = {
     "test": [("Phrase tasks (paper Table 1)", [*PHRASE_TASKS, "avg9", "avg9_clean"]),
              ("Leak-free PPDB and the general-purpose guard", [*CLEAN_PPDB_TASKS, *GENERAL_TASKS, "general"]),
              ("Short-text classification (paper Table 2)", list(SHORT_TEXT_TASKS))],
-    "tune": [("Tune suite (defaults are chosen here)", [*TUNE_TASKS, "tune"])],
+    "tune": [("Tune suite (defaults are chosen here)", [*TUNE_TASKS, "tune", "tune_names"])],
 }
 SUITE_DIRS = {"test": "bench", "tune": "tune"}
 

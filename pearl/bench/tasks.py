@@ -20,6 +20,7 @@ from pearl.bench.metrics import choice_accuracy, kmeans_nmi, pearson, spearman, 
 from pearl.bench.probe import ProbeResult, ProbeSettings, probe_accuracy
 from pearl.bench.similarity import EmbeddingSimilarity, TrigramJaccard
 from pearl.bench.task_names import ALL_TASKS, TUNE_TASKS
+from pearl.bench.geonames_aliases import load_geonames_aliases
 from pearl.bench.wiki_aliases import load_wiki_aliases
 
 
@@ -194,5 +195,6 @@ TASKS: dict[str, Callable[[BenchContext], dict]] = {
     **{task: (lambda ctx, f=WORD_SIM_FILES[task]: scored_pairs(ctx, data.load_word_similarity(ctx.general_dir, f)))
        for task in ("rw", "simverb")},
     "wiki_aliases": lambda ctx: linking(ctx, load_wiki_aliases()),
+    "geonames_aliases": lambda ctx: linking(ctx, load_geonames_aliases()),
 }
 assert tuple(TASKS) == ALL_TASKS + TUNE_TASKS

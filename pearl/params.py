@@ -183,6 +183,8 @@ class TrainParams:
 @dataclass(config=_SCHEMA)
 class AverageParams:
     alpha: Probability
+    spelling_weight: Annotated[float, Field(ge=0, lt=1)]
+    spelling_features: Annotated[int, Field(ge=16, le=1 << 20)]
 
 
 @dataclass(config=_SCHEMA)

@@ -87,6 +87,28 @@ def test_export_loads_in_plain_sentence_transformers_without_pearl(export, tmp_p
     assert np.abs(plain - ours).max() < 1e-6
 
 
+def test_the_spelling_block_gives_3_grams_a_fixed_share_of_every_cosine(tiny_model, export, tmp_path):
+    from sklearn.feature_extraction.text import HashingVectorizer
+
+    spelled = tmp_path / "spelled"
+    export_sentence_transformer(tiny_model, spelled, spelling_weight=0.3, spelling_features=64)
+    assert [m["type"] for m in _modules(spelled)][-2:] == ["st_modules.SpellingNgrams",
+                                                            "sentence_transformers.base.modules.normalize.Normalize"]
+    texts = ["acme corp", "Acme Corp", "Acme Corporation", "zebra"]
+    vectors, plain = load(spelled).encode(texts), load(export).encode(texts)
+    grams = HashingVectorizer(analyzer="char_wb", ngram_range=(3, 3), n_features=64, alternate_sign=False,
+                              norm="l2").transform(texts).toarray()
+    assert vectors.shape == (4, 32 + 8 + 64) == (4, json.loads((spelled / "pearl_model.json").read_text())["dimension"])
+    assert np.allclose(vectors @ vectors.T, 0.7 * (plain @ plain.T) + 0.3 * (grams @ grams.T), atol=1e-5)
+    # what sentence-transformers alone computes from the shipped code
+    out = tmp_path / "vectors.npy"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_MODULES_CACHE": str(tmp_path / "modules")}
+    run = subprocess.run([sys.executable, "-c", WITHOUT_PEARL, str(spelled), str(out), *texts],
+                         capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert np.abs(np.load(out) - vectors).max() < 1e-6
+
+
 def _write_modules(directory: Path, modules: list[dict]) -> None:
     (directory / "modules.json").write_text(json.dumps(modules))
 

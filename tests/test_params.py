@@ -55,6 +55,7 @@ def test_unknown_section_is_rejected(make_params):
         ({"engine": "spark"}, "engine='spark'"),
         ({"engine__workers": 2}, "'engine' is a value ('local'), not a section"),
         ({"ray__parse__workers": 0}, "ray.parse.workers=0"),
+        ({"average__spelling_weight": 1.0}, "average.spelling_weight=1.0"),
         ({"seed": 1}, "expected section.key=value"),
     ],
 )

@@ -1,5 +1,6 @@
 """Training batches, the train and average stages, export and resume, on a tiny random backbone."""
 
+import dataclasses
 import json
 import os
 
@@ -270,6 +271,14 @@ def test_average_exports_a_sentence_transformer_equal_to_pearls_encode(make_para
     assert torch.allclose(torch.tensor(lines[0]["vector"]), want[0], atol=1e-4)
     missing = CliRunner().invoke(app, ["embed", "--model", str(tmp_path), "x"])
     assert missing.exit_code == 1 and "not a PEARL export" in missing.output
+
+    # with a spelling block the vectors grow, and the type head still reads the vector it was trained on
+    spelled = dataclasses.replace(params, average=dataclasses.replace(params.average, spelling_weight=0.4,
+                                                                      spelling_features=32))
+    numbers = run_average(spelled, tmp_path / "model", tmp_path / "spelled", tmp_path / "spelled.json", toy["typed"])
+    assert numbers["dimension"] == 32 + 8 + 32 and numbers["spelling_weight"] == 0.4
+    assert numbers["heldout_type_accuracy"] == accuracy
+    assert predict_types(tmp_path / "spelled", heldout)["label"].to_list() == shipped
 
 
 def test_a_batch_larger_than_the_phrases_is_a_one_line_error(make_params, tiny_encoder, toy, tmp_path):

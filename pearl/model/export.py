@@ -21,23 +21,26 @@ from pearl.model_ids import resolve_model
 
 SHIPPED = ("st_modules.py", "char_encoder.py")
 # ref in modules.json → class in pearl.model.st_modules
-SHIPPED_REFS = {"st_modules.PhraseTransformer": "PhraseTransformer", "st_modules.CharFeatures": "CharFeatures"}
+SHIPPED_REFS = {"st_modules.PhraseTransformer": "PhraseTransformer", "st_modules.CharFeatures": "CharFeatures",
+                "st_modules.SpellingNgrams": "SpellingNgrams"}
 # exports written before the code was shipped name the installed module; only pearl loads those
 OUR_REFS = {**SHIPPED_REFS, **{f"pearl.model.{ref}": name for ref, name in SHIPPED_REFS.items()}}
 TYPE_HEAD = "pearl_type_head.safetensors"
 
 
-def export_sentence_transformer(model: PhraseModel, out_dir: Path) -> None:
+def export_sentence_transformer(model: PhraseModel, out_dir: Path, spelling_weight: float = 0.0,
+                                spelling_features: int = 1024) -> None:
     """Write into `out_dir`, a new directory (callers swap it in with pearl.artifacts.atomic_dir).
 
-    modules.json: PhraseTransformer (root), 1_Pooling (mean), 2_CharFeatures when the model has
-    a character encoder, 3_Normalize. The prefix becomes the default prompt, so `encode` adds it.
-    The type head goes to pearl_type_head.safetensors, its label names to pearl_model.json."""
+    modules.json: PhraseTransformer (root), Pooling (mean), CharFeatures when the model has a
+    character encoder, SpellingNgrams when spelling_weight > 0, Normalize. The prefix becomes the
+    default prompt, so `encode` adds it. The type head goes to pearl_type_head.safetensors, its
+    label names to pearl_model.json."""
     from safetensors.torch import save_file
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.modules import Normalize, Pooling
 
-    from pearl.model.st_modules import CharFeatures, PhraseTransformer
+    from pearl.model.st_modules import CharFeatures, PhraseTransformer, SpellingNgrams
 
     with tempfile.TemporaryDirectory() as scratch:  # PhraseTransformer loads the backbone from a path
         hf_dir = Path(scratch) / "hf"
@@ -50,6 +53,8 @@ def export_sentence_transformer(model: PhraseModel, out_dir: Path) -> None:
             char = CharFeatures(hidden, model.config.char_dim, model.config.char_weight)
             char.encoder.load_state_dict(model.char.state_dict())
             modules.append(char)
+        if spelling_weight > 0:
+            modules.append(SpellingNgrams(model.dim, spelling_features, spelling_weight))
         modules.append(Normalize())
         prompts = {"query": model.config.prefix} if model.config.prefix else None
         st = SentenceTransformer(modules=modules, device="cpu", prompts=prompts,
@@ -57,17 +62,22 @@ def export_sentence_transformer(model: PhraseModel, out_dir: Path) -> None:
         # sentence-transformers' own card asks the hub about the base model: an export makes no connection
         st.save(str(out_dir), create_model_card=False)
     _ship_code(out_dir)
-    (out_dir / "README.md").write_text(model_card(model))
+    spelling = {"spelling_weight": spelling_weight, "spelling_features": spelling_features if spelling_weight > 0 else 0}
+    dimension = model.dim + spelling["spelling_features"]
+    (out_dir / "README.md").write_text(model_card(model, dimension, spelling_weight))
     head = model.type_head
     save_file({"weight": head.weight.detach().float().cpu().contiguous(),
                "bias": head.bias.detach().float().cpu().contiguous()}, out_dir / TYPE_HEAD)
-    config = {**asdict(model.config), "dimension": model.dim, "type_labels": list(LABELS)}
+    config = {**asdict(model.config), **spelling, "dimension": dimension, "type_labels": list(LABELS)}
     (out_dir / CONFIG).write_text(json.dumps(config, indent=2) + "\n")
 
 
-def model_card(model: PhraseModel) -> str:
+def model_card(model: PhraseModel, dimension: int, spelling_weight: float) -> str:
     c = model.config
     char = f"a character encoder ({c.char_dim} dimensions, weight {c.char_weight})" if c.char_encoder else "no character encoder"
+    if spelling_weight > 0:
+        char += (f", then hashed character 3-grams ({dimension - model.dim} buckets) that carry a share of"
+                 f" {spelling_weight} of every cosine")
     return f"""---
 library_name: sentence-transformers
 pipeline_tag: sentence-similarity
@@ -76,7 +86,7 @@ tags: [sentence-transformers, feature-extraction, phrase-embeddings, pearl]
 
 # PEARL phrase embeddings
 
-Phrase vectors of {model.dim} dimensions, trained with the PEARL recipe (Chen et al., 2024) by `pearl`:
+Phrase vectors of {dimension} dimensions, trained with the PEARL recipe (Chen et al., 2024) by `pearl`:
 the backbone `{c.backbone}` fine-tuned and averaged with its original weights, plus {char},
 L2-normalised. `pearl_type_head.safetensors` holds the {len(LABELS)}-way phrase-type head.
 

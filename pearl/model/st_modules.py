@@ -2,24 +2,29 @@
 
 modules.json of an export: 0 `PhraseTransformer` (the averaged backbone, saved in the root like
 sentence-transformers' Transformer), 1 `Pooling` (mean), 2 `CharFeatures` (the character
-encoder, appends its vector), 3 `Normalize`.
+encoder, appends its vector), then `SpellingNgrams` (hashed character 3-grams, when
+`average.spelling_weight` > 0) and `Normalize`.
 
 The export ships this file and char_encoder.py in its root as Hugging Face remote code, so a
 user with only sentence-transformers loads it with `trust_remote_code=True`. That is why the
-two files import each other relatively and nothing beyond torch, sentence-transformers and the
-standard library; `pearl.load` maps the same refs to this installed copy and runs no shipped code.
+two files import each other relatively and nothing beyond torch, sentence-transformers (with its
+own dependency scikit-learn) and the standard library; `pearl.load` maps the same refs to this installed copy and runs no shipped code.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import math
+
 import torch
 from sentence_transformers.base.modules import Module, Transformer
+from sklearn.feature_extraction.text import HashingVectorizer
 
 from .char_encoder import CharEncoder, char_ids, combine
 
 CHAR_IDS = "pearl_char_ids"
+TEXTS = "pearl_texts"  # the texts without the prompt, for SpellingNgrams (a list: sentence-transformers moves only tensors)
 
 
 class PhraseTransformer(Transformer):
@@ -33,13 +38,13 @@ class PhraseTransformer(Transformer):
         features = super().preprocess(inputs, prompt=prompt, **kwargs)
         if inputs and all(isinstance(text, str) for text in inputs):
             features[CHAR_IDS] = char_ids(list(inputs))
+            features[TEXTS] = list(inputs)
         return features
 
     def forward(self, features: dict[str, Any], **kwargs) -> dict[str, Any]:
-        ids = features.pop(CHAR_IDS, None)  # not an input of the HF model
+        ours = {key: features.pop(key) for key in (CHAR_IDS, TEXTS) if key in features}  # not inputs of the HF model
         features = super().forward(features, **kwargs)
-        if ids is not None:
-            features[CHAR_IDS] = ids
+        features.update(ours)
         return features
 
 
@@ -77,3 +82,41 @@ class CharFeatures(Module):
         module = cls(**cls.load_config(model_name_or_path, **hub))
         cls.load_torch_weights(model_name_or_path, model=module, **hub)
         return module
+
+
+class SpellingNgrams(Module):
+    """[√(1 − w) · u/|u|, √w · g/|g|], g the counts of the text's character 3-grams (lower-cased, within words,
+    hashed into `n_features` buckets): two texts' dot product is (1 − w) · the cosine of the vectors before
+    it + w · the cosine of their 3-gram counts, so spelling gets a fixed share of every score. No weights:
+    the hashing is fixed."""
+
+    config_keys = ["input_dim", "n_features", "weight"]
+
+    def __init__(self, input_dim: int, n_features: int, weight: float):
+        super().__init__()
+        if not 0 < weight < 1:
+            raise ValueError(f"SpellingNgrams weight must be in (0, 1), not {weight}")
+        self.input_dim, self.n_features, self.weight = input_dim, n_features, weight
+        self.ngrams = HashingVectorizer(analyzer="char_wb", ngram_range=(3, 3), n_features=n_features,
+                                        alternate_sign=False, norm="l2", lowercase=True)
+
+    def forward(self, features: dict[str, Any], **kwargs) -> dict[str, Any]:
+        if TEXTS not in features:
+            raise ValueError("SpellingNgrams needs the PhraseTransformer input module before it (text inputs only)")
+        vectors = features["sentence_embedding"]
+        grams = torch.from_numpy(self.ngrams.transform(features[TEXTS]).toarray()).to(vectors.device, vectors.dtype)
+        features["sentence_embedding"] = torch.cat([math.sqrt(1 - self.weight) * torch.nn.functional.normalize(vectors, dim=-1),
+                                                    math.sqrt(self.weight) * grams], dim=-1)
+        return features
+
+    def get_embedding_dimension(self) -> int:
+        return self.input_dim + self.n_features
+
+    def save(self, output_path: str, *args, **kwargs) -> None:
+        self.save_config(output_path)
+
+    @classmethod
+    def load(cls, model_name_or_path: str, subfolder: str = "", token=None, cache_folder=None,
+             revision=None, local_files_only: bool = False, **kwargs) -> SpellingNgrams:
+        return cls(**cls.load_config(model_name_or_path, subfolder=subfolder, token=token, cache_folder=cache_folder,
+                                     revision=revision, local_files_only=local_files_only))

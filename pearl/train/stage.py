@@ -12,7 +12,7 @@ from pearl.artifacts import TYPED_PHRASES_SCHEMA, atomic_dir, atomic_path, read_
 from pearl.labels import LABELS
 from pearl.log import get_logger
 from pearl.model.averaging import average_state
-from pearl.model.export import export_sentence_transformer
+from pearl.model.export import export_sentence_transformer, load as load_export
 from pearl.model.phrase_model import PhraseModel
 from pearl.model_ids import load_failure, resolve_model
 from pearl.params import Params
@@ -99,16 +99,19 @@ def run_average(params: Params, source: Path = FINETUNED, out_dir: Path = EXPORT
     merged, averaged = average_state(original, model.backbone.state_dict(), params.average.alpha)
     model.backbone.load_state_dict(merged)
     with atomic_dir(out_dir) as staged:
-        export_sentence_transformer(model, staged)
+        export_sentence_transformer(model, staged, params.average.spelling_weight, params.average.spelling_features)
     # the shipped model is the export, read as `pearl types` reads it
     shipped = predict_types(out_dir, heldout)["label"].to_numpy() == np.asarray(LABELS)[heldout_labels]
     probe = ["The New York Times", "NYTimes", "New York Post", "adult male", "grown man"]
-    vectors = model.encode(probe)
+    exported = load_export(out_dir)
+    vectors = exported.encode(probe)
     numbers = {
         "alpha": params.average.alpha,
+        "spelling_weight": params.average.spelling_weight,
+        "spelling_features": params.average.spelling_features if params.average.spelling_weight > 0 else 0,
         "tensors_averaged": averaged,
         "tensors_kept": len(merged) - averaged,
-        "dimension": model.dim,
+        "dimension": exported.get_embedding_dimension(),
         "config": asdict(model.config),
         "cos_nytimes": round(float(vectors[0] @ vectors[1]), 4),
         "cos_ny_post": round(float(vectors[0] @ vectors[2]), 4),

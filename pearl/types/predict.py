@@ -49,7 +49,9 @@ class TypeHead:
         """`predict_types`'s table for `texts` and their exported vectors (a tensor or an array)."""
         vectors = torch.as_tensor(vectors)
         with torch.no_grad():
-            probs = torch.softmax(self.head(vectors.float().cpu() * self.scale), dim=-1).double()
+            # the spelling block, if any, follows the vector the head was trained on
+            trained = vectors.float().cpu()[:, : self.head.in_features]
+            probs = torch.softmax(self.head(trained * self.scale), dim=-1).double()
         lex, entity = zip(*(label.split("-", 1) for label in self.labels))
         lex_names, lex_probs = _marginal(probs, lex)
         entity_names, entity_probs = _marginal(probs, entity)
@@ -67,7 +69,8 @@ def _type_head(path: Path) -> tuple[torch.nn.Linear, list[str], float]:
 
     Training applies the head to combine()'s (u/|u|, w·v/|v|), whose norm is sqrt(1 + w²) with a
     character encoder and 1 without; the export normalises that vector, so scaling it back by
-    the constant norm gives the training input."""
+    the constant norm gives the training input. A spelling block (SpellingNgrams) scales that
+    normalised vector by √(1 − spelling_weight) and appends its own; exports before it have none."""
     from safetensors.torch import load_file
 
     if not TypeHead.available(path):
@@ -82,7 +85,7 @@ def _type_head(path: Path) -> tuple[torch.nn.Linear, list[str], float]:
     head = torch.nn.Linear(weights["weight"].shape[1], len(labels))
     head.load_state_dict(weights)
     scale = math.sqrt(1 + config["char_weight"] ** 2) if config["char_encoder"] else 1.0
-    return head, labels, scale
+    return head, labels, scale / math.sqrt(1 - config.get("spelling_weight", 0.0))
 
 
 def _marginal(probs: torch.Tensor, groups: tuple[str, ...]) -> tuple[list[str], list[float]]:

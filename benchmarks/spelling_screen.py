@@ -1,0 +1,94 @@
+"""The spelling block (`average.spelling_weight`, pearl.model.st_modules.SpellingNgrams) screened on the tune
+suite only: hashed character 3-grams beside an encoder's vector at weight w, so that the dot product of two
+phrases is (1 − w) · their cosine + w · the cosine of their 3-gram counts.
+
+The block has no weights, so any encoder can take it: this screens untuned ones, each embedding every text
+once for all the weights. Prints a Markdown table; --out also writes it.
+
+    python benchmarks/spelling_screen.py                         # all-MiniLM-L6-v2, w in 0 … 0.5
+    python benchmarks/spelling_screen.py --models sentence-transformers/all-mpnet-base-v2 --weights 0,0.2
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from pearl.bench.report import TITLES, with_means
+from pearl.bench.run import build_context, run_task
+from pearl.bench.task_names import TUNE_TASKS
+from pearl.embedder import Embedder
+from pearl.log import configure_logging
+from pearl.model.st_modules import TEXTS, SpellingNgrams
+from pearl.params import load_params
+
+
+class CachedEmbedder:
+    """An encoder's normalised vectors, each text encoded once across the screen's weights."""
+
+    def __init__(self, embedder: Embedder):
+        self.embedder = embedder
+        self.cache: dict[str, np.ndarray] = {}
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        new = [text for text in dict.fromkeys(texts) if text not in self.cache]
+        if new:
+            self.cache.update(zip(new, self.embedder.embed(new)))
+        return np.stack([self.cache[text] for text in texts]) if texts else self.embedder.embed([])
+
+
+class WithSpelling:
+    """An encoder's vectors passed through the export's SpellingNgrams module (w = 0: the vectors alone)."""
+
+    def __init__(self, dense: CachedEmbedder, weight: float, n_features: int):
+        self.dense, self.weight, self.n_features = dense, weight, n_features
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        dense = self.dense.embed(texts)
+        if self.weight == 0:
+            return dense
+        block = SpellingNgrams(dense.shape[1], self.n_features, self.weight)
+        return block({"sentence_embedding": torch.from_numpy(dense), TEXTS: texts})["sentence_embedding"].numpy()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", default="sentence-transformers/all-MiniLM-L6-v2", help="comma-separated encoders")
+    parser.add_argument("--weights", default="0,0.1,0.2,0.3,0.5", help="comma-separated w in [0, 1)")
+    parser.add_argument("--n-features", type=int, default=1024, help="hashed 3-gram buckets")
+    parser.add_argument("--tasks", default=",".join(TUNE_TASKS), help="comma-separated tune tasks")
+    parser.add_argument("--out", type=Path, help="also write the table here")
+    args = parser.parse_args()
+    weights = [float(w) for w in args.weights.split(",")]
+    if any(not 0 <= w < 1 for w in weights):
+        parser.error("--weights: each w must be in [0, 1)")
+    tasks = args.tasks.split(",")
+    unknown = sorted(set(tasks) - set(TUNE_TASKS))
+    if unknown:
+        parser.error(f"--tasks: {unknown[0]!r} is not a tune task ({', '.join(TUNE_TASKS)})")
+    configure_logging(False)
+    params = load_params("params.yaml")
+    columns = [*tasks, "tune", "tune_names"]
+    lines = ["| model | w | " + " | ".join(TITLES[c] for c in columns) + " |", "|---" * (len(columns) + 2) + "|"]
+    print(*lines, sep="\n")
+    for model in args.models.split(","):
+        context = build_context(params, model, "")
+        dense = CachedEmbedder(context.load_embedder())
+        for weight in weights:
+            channel = WithSpelling(dense, weight, args.n_features)
+            ctx = dataclasses.replace(context, load_embedder=lambda channel=channel: channel)
+            scores = with_means({task: run_task(ctx, task)["score"] for task in tasks})
+            lines.append(f"| {model.split('/')[-1]} | {weight:g} | "
+                         + " | ".join(f"{scores[c]:.2f}" if c in scores else "–" for c in columns) + " |")
+            print(lines[-1], flush=True)
+    if args.out is not None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()

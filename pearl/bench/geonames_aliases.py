@@ -59,7 +59,8 @@ def alias_pairs(cities: dict[str, dict]) -> list[tuple[str, str]]:
     pairs = []
     for city in sorted(cities.values(), key=lambda c: c["geonameid"]):
         if is_held_out(city["geonameid"]):
-            pairs += [(alias, city["name"]) for alias in other_names(city["name"], city["alternatenames"])[:ALIASES_PER_CITY]]
+            kept = other_names(city["name"], city["alternatenames"])[:ALIASES_PER_CITY]
+            pairs += [(alias, city["name"]) for alias in kept]
     return pairs
 
 

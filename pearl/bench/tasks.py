@@ -16,11 +16,11 @@ from tqdm import tqdm
 
 from pearl.bench import data, ppdb_split
 from pearl.embedder import Embedder
+from pearl.bench.geonames_aliases import load_geonames_aliases
 from pearl.bench.metrics import choice_accuracy, kmeans_nmi, pearson, spearman, tied_accuracy
 from pearl.bench.probe import ProbeResult, ProbeSettings, probe_accuracy
 from pearl.bench.similarity import EmbeddingSimilarity, TrigramJaccard
 from pearl.bench.task_names import ALL_TASKS, TUNE_TASKS
-from pearl.bench.geonames_aliases import load_geonames_aliases
 from pearl.bench.wiki_aliases import load_wiki_aliases
 
 

@@ -13,7 +13,7 @@
 #
 # Results: $OUT/results.tgz (this run's metrics, bench outputs and logs), refreshed every 20 s so that a run
 # stopped at its limit still returns what it measured. PEARL_GPU_DRY_RUN=1 rehearses it on CPU with this
-# checkout's .venv: a few steps, two tasks per suite.
+# checkout's .venv: a few steps, two tasks per suite. PEARL_GPU_SEED sets train.seed (default 42).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/gpu-out}; res=/tmp/gpu-results; work=/tmp/gpu-work; models=/tmp/gpu-models
@@ -48,7 +48,8 @@ base=$models/$backbone
 shared=(-S "bench.data_dir=$work/shared/pearl-benchmark" -S "bench.tune_dir=$work/shared/pearl-tune"
         -S "bench.general_dir=$work/shared/general-similarity" -S "bench.short_text_dir=$work/shared/short-text"
         -S "base.device=$device")
-set_=("${shared[@]}" -S "model.backbone=$base" -S "model.teacher=$base" -S teacher.batch_size=1024 "${scale[@]}")
+set_=("${shared[@]}" -S "model.backbone=$base" -S "model.teacher=$base" -S teacher.batch_size=1024 "${scale[@]}"
+      -S "train.seed=${PEARL_GPU_SEED:-42}")
 pearl() { $py -c 'import sys; from pearl.cli import main; main(sys.argv[1:])' "$@"; }
 bench() {  # NAME MODEL THREADS SUITE
   local chosen=("${tasks[@]}"); [ "$4" = tune ] && chosen=("${tune_tasks[@]}")

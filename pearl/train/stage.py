@@ -85,7 +85,7 @@ def run_average(params: Params, source: Path = FINETUNED, out_dir: Path = EXPORT
                 metrics: Path = Path("metrics/average.json"), phrases: Path = INPUTS.typed) -> dict:
     from transformers import AutoModel
 
-    from pearl.types.predict import predict_types
+    from pearl.types.predict import TypeHead
 
     model = PhraseModel.load(source)
     typed = read_artifact(phrases, TYPED_PHRASES_SCHEMA)
@@ -100,10 +100,11 @@ def run_average(params: Params, source: Path = FINETUNED, out_dir: Path = EXPORT
     model.backbone.load_state_dict(merged)
     with atomic_dir(out_dir) as staged:
         export_sentence_transformer(model, staged, params.average.spelling_weight, params.average.spelling_features)
-    # the shipped model is the export, read as `pearl types` reads it
-    shipped = predict_types(out_dir, heldout)["label"].to_numpy() == np.asarray(LABELS)[heldout_labels]
-    probe = ["The New York Times", "NYTimes", "New York Post", "adult male", "grown man"]
+    # the shipped model is the export, read as `pearl types` reads it; loaded once for the types and the probe
     exported = load_export(out_dir)
+    predicted = TypeHead(out_dir).predict(heldout, exported.encode(heldout, convert_to_tensor=True))
+    shipped = predicted["label"].to_numpy() == np.asarray(LABELS)[heldout_labels]
+    probe = ["The New York Times", "NYTimes", "New York Post", "adult male", "grown man"]
     vectors = exported.encode(probe)
     numbers = {
         "alpha": params.average.alpha,

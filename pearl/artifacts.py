@@ -252,7 +252,7 @@ TYPED_PHRASES_SCHEMA = ArtifactSchema(
     extra={"lex_type": Column("text", values=LEX_TYPES), "label": Column("text", values=LABELS)})
 # two methods may make the same variant of a phrase (a WordNet and an embedding synonym): one row each
 VARIANTS_SCHEMA = ArtifactSchema(
-    "augment", {"phrase": Column("text"), "level": Column("text", values=("char", "token", "phrase")),
+    "augment", {"phrase": Column("text"), "level": Column("text", values=("char", "token", "phrase", "alias")),
                 "method": Column("text"), "variant": Column("text")},
     key=("phrase", "level", "method", "variant"))
 CANDIDATES_SCHEMA = ArtifactSchema(

@@ -110,6 +110,9 @@ class AugmentParams:
     parrot_fluency_model: str
     parrot_fluency_threshold: Annotated[float, Field(ge=0, le=1)]
     batch_size: PositiveInt
+    alias_sources: list[Literal["geonames", "airports", "vera", "schwartz_hearst", "moby"]]
+    vera_path: str
+    moby_min_cos: Annotated[float, Field(ge=-1, le=1)]
 
 
 @dataclass(config=_SCHEMA)
@@ -169,6 +172,7 @@ class TrainParams:
     p_char: Probability
     p_token: Probability
     p_phrase: Probability
+    p_alias: Probability
     p_identity: Probability
     heldout_fraction: Annotated[float, Field(gt=0, lt=0.5)]
     precision: Literal["auto", "fp32", "bf16"]

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Idempotent set-up of a fresh machine: WordNet from Debian (when root), the virtual
+# Idempotent set-up of a fresh machine: WordNet and dict-vera from Debian (when root), the virtual
 # environment with the pinned packages, and the nltk_data folder nltk reads WordNet from.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 missing=()
-for pkg in wordnet-base wordnet-sense-index; do
+for pkg in wordnet-base wordnet-sense-index dict-vera; do
   dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
 done
 if [ ${#missing[@]} -gt 0 ]; then
@@ -14,7 +14,7 @@ if [ ${#missing[@]} -gt 0 ]; then
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
   else
-    echo "setup: warning: not root, cannot install ${missing[*]} (WordNet synonyms need them)" >&2
+    echo "setup: warning: not root, cannot install ${missing[*]} (WordNet synonyms and the vera alias source need them)" >&2
   fi
 fi
 

@@ -54,7 +54,8 @@ def test_dvc_repro_then_noop_then_experiment(tmp_path):
     params = yaml.safe_load((repo / "params.yaml").read_text())
     params["corpus"].update(source="files", files=[str(corpus)])
     params["parse"]["n_process"] = 1
-    params["augment"]["nltk_data"] = str(ROOT / "nltk_data")  # git-ignored: prepared by scripts/setup.sh
+    params["augment"].update(nltk_data=str(ROOT / "nltk_data"),  # git-ignored: prepared by scripts/setup.sh
+                             alias_sources=["geonames", "schwartz_hearst"])  # the sources read from packages and the corpus
     _toy_benchmark(tmp_path / "bench")
     (tmp_path / "general" / "word-sim").mkdir(parents=True)
     (tmp_path / "general" / "word-sim" / "EN-RW-STANFORD.txt").write_text("cat\tdog\t8\ncat\tcar\t2\ncup\tmug\t9\n")

@@ -169,25 +169,31 @@ def test_augment_with_its_heads_vectors_and_synonyms_from_ray_actors_writes_the_
     # heads in groups of 5, 3, 2 and 1 (sorted by their ends): a phrase given another's head or vector mines other pairs
     phrases = sorted([*(f"the {adj} city" for adj in ("big", "large", "small", "old", "new")),
                       *(f"the {adj} river" for adj in ("long", "wide", "old")), "the red house", "the old house",
-                      "the capital of France", "a famous painter"], key=lambda p: p[::-1])
+                      "the capital of France", "a famous painter", "abandon"], key=lambda p: p[::-1])
     typed, sentences = tmp_path / "typed.parquet", tmp_path / "sentences.parquet"
     pl.DataFrame({"phrase": phrases, "label_id": [0] * len(phrases)}).write_parquet(typed)
     texts = [f"We saw {p} and {q} again." for p, q in zip(phrases, reversed(phrases))] * 3
     pl.DataFrame({"doc_id": ["d"] * len(texts), "sent_id": range(len(texts)), "text": texts}).write_parquet(sentences)
+    (tmp_path / "word-sim").mkdir()
+    for name in ("EN-SIMLEX-999.txt", "EN-RW-STANFORD.txt"):  # the test and tune texts aliases must not touch
+        (tmp_path / "word-sim" / name).write_text("desert\tleave\t8\n")
     written = {}
     # batches of 4 phrases, 8 phrases or words per actor call: 2 calls over 2 actors, and the words' embedding
-    # synonyms (nearly every word's 3 nearest) in 3 calls
+    # synonyms (nearly every word's 3 nearest) in 3 calls; Moby's synonyms of "abandon" judged by both encoders
     for engine in ("local", "ray"):
         params = make_params(engine=engine, model__backbone=str(tiny_encoder), augment__batch_size=4,
                              augment__mined_min_cos=0.5, augment__synonym_threshold=0.01, augment__synonym_topn=3,
-                             ray__num_cpus=2, ray__augment__batch_size=8)
+                             augment__alias_sources=["moby"], augment__moby_min_cos=-1.0, model__teacher=str(tiny_encoder),
+                             teacher__batch_size=4, bench__tasks=["simlex"], bench__tune_tasks=["rw"],
+                             bench__general_dir=str(tmp_path), ray__num_cpus=2, ray__augment__batch_size=8)
         out = tmp_path / engine / "variants.parquet"
         augment_stage.run(params, source=typed, sentences=sentences, output=out, metrics=tmp_path / f"{engine}.json")
         written[engine] = read_artifact(out, VARIANTS_SCHEMA)
     assert written["ray"].equals(written["local"])
     metrics = json.loads((tmp_path / "ray.json").read_text())
     assert metrics["engine"] == "ray" and metrics["ray_nodes"] == 1
-    assert metrics["variants_mined"] > 0 and metrics["variants_embedding_synonym"] > 0
+    assert metrics["variants_mined"] > 0 and metrics["variants_embedding_synonym"] > 0 and metrics["alias_moby_kept"] == 3
+    assert metrics["alias_moby_leak_dropped"] == 2  # abandon's synonyms desert and leave
 
 
 @pytest.mark.slow

@@ -108,6 +108,19 @@ def test_levels_switch_off(toy):
     assert counts["none"] == 8 and texts[:n] == texts[n:2 * n]  # the phrase is its own view
 
 
+def test_alias_views_are_drawn_only_for_phrases_that_have_them(toy):
+    aliased = pl.read_parquet(toy["typed"])["phrase"][:30].to_list()
+    extra = pl.DataFrame({"phrase": aliased, "level": "alias", "method": "geonames", "variant": [f"{p} alias" for p in aliased]})
+    pl.concat([pl.read_parquet(toy["variants"]), extra]).write_parquet(toy["variants"])
+    data = _set(toy)
+    sampling = Sampling(3, 16, 0, {"char": 0.0, "token": 0.0, "phrase": 0.0, "alias": 1.0})
+    for step in range(3):
+        texts, n, *_, counts = data.batch_texts(sampling, step)
+        drawn = [(a, v) for a, v in zip(texts[:n], texts[n:2 * n]) if a != v]
+        assert counts["alias"] == len(drawn) == sum(a in aliased for a in texts[:n]) > 0
+        assert all(v == f"{a} alias" for a, v in drawn)
+
+
 def test_identity_views_mix_with_augmented_ones(toy):
     data = _set(toy)
     texts, n, *_, counts = data.batch_texts(Sampling(3, 8, 0, {"char": 1.0, "token": 0.0, "phrase": 0.0, "none": 1.0}), 0)

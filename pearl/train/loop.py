@@ -83,7 +83,8 @@ def training_seed(params: Params) -> int:
 def sampling_for(params: Params) -> Sampling:
     t = params.train
     return Sampling(training_seed(params), t.batch_size, t.hard_negatives,
-                    {"char": t.p_char, "token": t.p_token, "phrase": t.p_phrase, "none": t.p_identity})
+                    {"char": t.p_char, "token": t.p_token, "phrase": t.p_phrase, "alias": t.p_alias,
+                     "none": t.p_identity})
 
 
 def teacher_inputs(params: Params, vectors: Path) -> tuple[TeacherVectors | None, ViewFilter | None]:
@@ -93,6 +94,7 @@ def teacher_inputs(params: Params, vectors: Path) -> tuple[TeacherVectors | None
     if params.model.teacher is None or (t.distill_weight == 0 and t.view_min_cos is None):
         return None, None
     teacher = TeacherVectors.load(vectors, params.model.teacher)
+    # alias views are not filtered here: augment keeps real aliases and has the teacher judge Moby's
     levels = tuple(level for level in ("token", "phrase") if getattr(t, f"p_{level}") > 0)
     view_filter = None if t.view_min_cos is None else ViewFilter(t.view_min_cos, levels, teacher)
     return (teacher if t.distill_weight > 0 else None), view_filter

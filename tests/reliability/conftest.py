@@ -210,7 +210,8 @@ def scratch_params(root: Path) -> dict:
     toy_general(data / "general")
     params["corpus"].update(source="files", files=["inputs/corpus.jsonl"])
     params["parse"]["n_process"] = 1
-    params["augment"]["nltk_data"] = str(ROOT / "nltk_data")  # git-ignored: prepared by scripts/setup.sh
+    params["augment"].update(nltk_data=str(ROOT / "nltk_data"),  # git-ignored: prepared by scripts/setup.sh
+                             alias_sources=[])  # they read the whole tune suite (tests/test_aliases.py)
     params["model"].update(teacher=MINILM)
     params["train"].update(batch_size=2, max_steps=6, num_workers=0, checkpoint_every=2)
     params["bench"].update(data_dir="inputs/bench", short_text_dir="inputs/short-text", general_dir="inputs/general",

@@ -131,3 +131,20 @@ def test_the_augment_stage_writes_alias_variants_and_their_counts(make_params, t
     assert len(by_method["moby"]) <= 3 * len({p for p, _ in by_method["moby"]})
     metrics = json.loads((tmp_path / "m.json").read_text())
     assert metrics["alias_geonames_leak_dropped"] > 0 and metrics["alias_moby_shortlisted"] == len(by_method["moby"])
+
+
+def test_a_missing_alias_dictionary_fails_before_the_word_level_work(make_params, tmp_path, monkeypatch):
+    from pearl.augment import stage
+
+    typed, sentences = tmp_path / "typed.parquet", tmp_path / "sentences.parquet"
+    pl.DataFrame({"phrase": ["Bombay", "CIA"], "label_id": [0, 0]}).write_parquet(typed)
+    pl.DataFrame({"doc_id": ["d"], "sent_id": [0], "text": ["Bombay."]}).write_parquet(sentences)
+    (tmp_path / "word-sim").mkdir()
+    for name in ("EN-SIMLEX-999.txt", "EN-RW-STANFORD.txt"):
+        (tmp_path / "word-sim" / name).write_text("cat\tdog\t8\n")
+    monkeypatch.setattr(stage, "CharAugmenter", lambda *args: pytest.fail("the word-level work ran first"))
+    params = make_params(augment__alias_sources=["vera"], augment__vera_path=str(tmp_path / "vera.dict.dz"),
+                         bench__tasks=["simlex"], bench__tune_tasks=["rw"], bench__general_dir=str(tmp_path))
+    with pytest.raises(PearlError, match="vera.dict.dz is missing: install Debian's dict-vera"):
+        stage.run(params, source=typed, sentences=sentences, output=tmp_path / "v.parquet", metrics=tmp_path / "m.json")
+    assert not (tmp_path / "v.parquet").exists()

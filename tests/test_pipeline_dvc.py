@@ -88,7 +88,9 @@ def test_dvc_repro_then_noop_then_experiment(tmp_path):
     assert labels["The New York Times"] == "NP-ORG" and labels["in 1968"] == "PP-OTHER"
     assert {"Москва", "東京", "the capital of Japan 🗾", "naïve art"} <= labels.keys()
     variants = pl.read_parquet(repo / "data/augment/variants.parquet")
-    assert set(variants["level"]) == {"char", "token", "phrase"}
+    assert set(variants["level"]) == {"char", "token", "phrase", "alias"}
+    augment = json.loads((repo / "metrics/augment.json").read_text())
+    assert augment["alias_geonames_matched"] > 0 and "alias_schwartz_hearst_leak_dropped" in augment
     assert (variants["variant"] != variants["phrase"]).all()
     negatives = pl.read_parquet(repo / "data/negatives/hard_negatives.parquet")
     assert set(negatives["phrase"]) == set(typed["phrase"])

@@ -237,6 +237,8 @@ def _variants(params: Params, phrases: list[str], sentences: Path, source: Path,
               run: RayRun | None) -> tuple[pl.DataFrame, dict]:
     """The variants, and what made them (with the alias sources' counts under `alias_counts`)."""
     a = params.augment
+    # first: a missing benchmark file or dictionary fails before the minutes of word-level work
+    found, alias_sources, alias_counts = _alias_variants(params, phrases, sentences, source, run)
     char_seed, token_seed = np.random.SeedSequence(params.base.seed).spawn(2)  # independent streams
     rng = np.random.default_rng(token_seed)
     rows: list[tuple[str, str, str, str]] = []
@@ -256,7 +258,6 @@ def _variants(params: Params, phrases: list[str], sentences: Path, source: Path,
         for phrase in phrases:
             for v in found.get(phrase, [])[: a.max_variants_per_method]:
                 rows.append((phrase, "phrase", method, v))
-    found, alias_sources, alias_counts = _alias_variants(params, phrases, sentences, source, run)
     for method, by_phrase in found.items():
         rows += [(phrase, "alias", method, v) for phrase, kept in by_phrase.items() for v in kept]
     variants = (

@@ -13,17 +13,13 @@ from pearl.artifacts import atomic_path, write_json
 from pearl.bench.report import TITLES, with_means
 from pearl.bench.task_names import GENERAL_TASKS, PHRASE_TASKS, TUNE_TASKS
 
-PROBE_FREE = PHRASE_TASKS[2:]
 COLUMNS = {"test": [*PHRASE_TASKS, "avg9", "avg9_clean", "probe_free7", *GENERAL_TASKS, "general"],
            "tune": [*TUNE_TASKS, "tune", "tune_names"]}
 STAGES = ("teacher", "negatives", "train", "average")
 
 
 def scores(folder: Path) -> dict[str, float]:
-    found = with_means({p.stem: json.loads(p.read_text())["score"] for p in sorted(folder.glob("*.json"))})
-    if all(task in found for task in PROBE_FREE):
-        found["probe_free7"] = round(sum(found[t] for t in PROBE_FREE) / len(PROBE_FREE), 2)
-    return found
+    return with_means({p.stem: json.loads(p.read_text())["score"] for p in sorted(folder.glob("*.json"))})
 
 
 def record(results: Path) -> dict:

@@ -18,16 +18,18 @@ TITLES = {
     "simlex": "SimLex", "ws353_sim": "WS-sim", "ws353_rel": "WS-rel", "men": "MEN", "stsb": "STS-B",
     "conll2003_train": "CoNLL 03 train", "bc5cdr_train": "BC5CDR train", "stsb_dev": "STS-B dev",
     "rw": "RW", "simverb": "SimVerb", "wiki_aliases": "Wiki aliases", "geonames_aliases": "GeoNames aliases",
-    "avg9": "Avg (9 tasks)", "avg9_clean": "Avg (9, clean PPDB)", "general": "General (mean)", "tune": "Tune (mean)",
+    "avg9": "Avg (9 tasks)", "avg9_clean": "Avg (9, clean PPDB)", "probe_free7": "Probe-free (7)",
+    "general": "General (mean)", "tune": "Tune (mean)",
     "tune_names": "Names (tune mean)",
 }
 # column → the tasks it averages, when all are present
 # The paper's average puts PPDB twins on both sides of its split; the clean one swaps in the
-# leak-free PPDB columns.
-MEANS = {"avg9": PHRASE_TASKS, "avg9_clean": (*CLEAN_PPDB_TASKS, *PHRASE_TASKS[2:]), "general": GENERAL_TASKS,
-         "tune": TUNE_MEAN_TASKS, "tune_names": NAME_TUNE_TASKS}
+# leak-free PPDB columns. The seven tasks without a trained probe move least with noise (fp16 rounding
+# moved a PPDB probe by 6.6 points and them by at most 0.7).
+MEANS = {"avg9": PHRASE_TASKS, "avg9_clean": (*CLEAN_PPDB_TASKS, *PHRASE_TASKS[2:]), "probe_free7": PHRASE_TASKS[2:],
+         "general": GENERAL_TASKS, "tune": TUNE_MEAN_TASKS, "tune_names": NAME_TUNE_TASKS}
 TABLES = {
-    "test": [("Phrase tasks (paper Table 1)", [*PHRASE_TASKS, "avg9", "avg9_clean"]),
+    "test": [("Phrase tasks (paper Table 1)", [*PHRASE_TASKS, "avg9", "avg9_clean", "probe_free7"]),
              ("Leak-free PPDB and the general-purpose guard", [*CLEAN_PPDB_TASKS, *GENERAL_TASKS, "general"]),
              ("Short-text classification (paper Table 2)", list(SHORT_TEXT_TASKS))],
     "tune": [("Tune suite (defaults are chosen here)", [*TUNE_TASKS, "tune", "tune_names"])],

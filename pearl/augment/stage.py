@@ -238,7 +238,7 @@ def _variants(params: Params, phrases: list[str], sentences: Path, source: Path,
     """The variants, and what made them (with the alias sources' counts under `alias_counts`)."""
     a = params.augment
     # first: a missing benchmark file or dictionary fails before the minutes of word-level work
-    found, alias_sources, alias_counts = _alias_variants(params, phrases, sentences, source, run)
+    aliases_of, alias_sources, alias_counts = _alias_variants(params, phrases, sentences, source, run)
     char_seed, token_seed = np.random.SeedSequence(params.base.seed).spawn(2)  # independent streams
     rng = np.random.default_rng(token_seed)
     rows: list[tuple[str, str, str, str]] = []
@@ -258,7 +258,7 @@ def _variants(params: Params, phrases: list[str], sentences: Path, source: Path,
         for phrase in phrases:
             for v in found.get(phrase, [])[: a.max_variants_per_method]:
                 rows.append((phrase, "phrase", method, v))
-    for method, by_phrase in found.items():
+    for method, by_phrase in aliases_of.items():
         rows += [(phrase, "alias", method, v) for phrase, kept in by_phrase.items() for v in kept]
     variants = (
         pl.DataFrame(rows, schema={"phrase": pl.String, "level": pl.String, "method": pl.String, "variant": pl.String}, orient="row")

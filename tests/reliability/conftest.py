@@ -239,6 +239,7 @@ def project(tmp_path_factory, worker_id) -> Project:
 
 
 def _build(root: Path) -> None:
+    shutil.rmtree(root, ignore_errors=True)  # a worker that failed to build it left half a project
     tracked = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
                              capture_output=True, text=True, check=True).stdout.split()
     for name in tracked:

@@ -168,6 +168,7 @@ class TrainParams:
     type_weight: Annotated[float, Field(ge=0)]
     distill_weight: Annotated[float, Field(ge=0)]
     distill_loss: Literal["kl", "correlation"]
+    vector_distill_weight: Annotated[float, Field(ge=0)]
     view_min_cos: Annotated[float, Field(ge=-1, le=1)] | None
     p_char: Probability
     p_token: Probability
@@ -257,9 +258,10 @@ class Params:
                 "params: corpus.min_sentence_chars exceeds corpus.max_sentence_chars"
             )
         t = self.train
-        if t.contrastive_weight == 0 and t.type_weight == 0 and (t.distill_weight == 0 or self.model.teacher is None):
-            raise PearlError("params: train.contrastive_weight, train.type_weight and train.distill_weight "
-                             "(or model.teacher) leave no loss to train on: set one above 0")
+        taught = self.model.teacher is not None and (t.distill_weight > 0 or t.vector_distill_weight > 0)
+        if t.contrastive_weight == 0 and t.type_weight == 0 and not taught:
+            raise PearlError("params: train.contrastive_weight, train.type_weight, train.distill_weight and "
+                             "train.vector_distill_weight (or model.teacher) leave no loss to train on: set one above 0")
         if self.corpus.source == "files" and not self.corpus.files:
             raise PearlError("params: corpus.source is 'files' but corpus.files is empty")
         for key, allowed in (("tasks", ALL_TASKS), ("tune_tasks", TUNE_TASKS), ("string_tasks", STRING_TASKS)):

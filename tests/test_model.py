@@ -58,6 +58,27 @@ def test_info_nce_logits_stay_fp32_under_bf16_autocast():
     assert torch.isclose(autocast, exact, atol=1e-5)  # bf16 logits at τ = 0.07 are off by ~0.05
 
 
+def test_vector_distillation_is_the_mean_squared_distance_to_the_teachers_vectors():
+    torch.manual_seed(0)
+    vectors, head, labels = torch.randn(7, 4), torch.nn.Linear(4, 95), torch.tensor([1, 2, 3])
+    projection = torch.nn.Linear(4, 6)
+    targets = torch.nn.functional.normalize(torch.randn(7, 6), dim=-1)
+    off = pearl_loss(vectors, 3, labels, None, head, 0.07, 1.0)
+    on = pearl_loss(vectors, 3, labels, None, head, 0.07, 1.0, teacher_vectors=targets, projection=projection,
+                    vector_distill_weight=0.5)
+    expected = ((projection(vectors) - targets) ** 2).sum(-1).mean()
+    assert torch.isclose(on.vector_distill, expected) and off.vector_distill == 0
+    assert torch.isclose(on.total, off.total + 0.5 * expected)
+    on.total.backward()
+    assert projection.weight.grad.abs().sum() > 0  # the map trains with the student
+    exact = torch.nn.Linear(4, 6)
+    with torch.no_grad():
+        exact.weight.zero_()
+        exact.bias.copy_(targets[0])
+    assert pearl_loss(vectors[:1].repeat(7, 1), 3, labels, None, head, 0.07, 1.0, teacher_vectors=targets[:1].repeat(7, 1),
+                      projection=exact, vector_distill_weight=1.0).vector_distill == 0
+
+
 def test_each_rank_and_step_draws_its_own_dropout_masks():
     from pearl.train.loop import seed_dropout
 

@@ -60,8 +60,8 @@ def test_batches_are_a_function_of_seed_and_step(toy):
     again = data.batch_texts(sampling, 5)
     assert first[0] == again[0] and np.array_equal(first[3], again[3])
     assert data.batch_texts(sampling, 6)[0] != first[0]
-    texts, n, labels, exclude, teacher_cos, counts = first
-    assert teacher_cos is None  # no teacher given
+    texts, n, labels, exclude, teacher_cos, teacher_vectors, counts = first
+    assert teacher_cos is None and teacher_vectors is None  # no teacher given
     anchors, positives, negatives = texts[:n], texts[n:2 * n], texts[2 * n:]
     assert len(set(anchors)) == n == 8 and not set(anchors) & {data.phrases[i] for i in data.heldout}
     assert 0 < len(negatives) <= 2 * n and len(set(negatives)) == len(negatives)
@@ -223,6 +223,39 @@ def test_a_teacher_without_distillation_is_the_recipe_without_one(make_params, t
     with pytest.raises(PearlError, match="holds vectors of 'toy-teacher'"):
         _train(_params(make_params, tiny_encoder, tmp_path, model__teacher="another", train__distill_weight=1.0),
                toy, tmp_path / "d")
+
+
+@pytest.mark.slow
+def test_vector_distillation_adds_its_term_and_a_crash_resumes_with_its_projection(make_params, tiny_encoder, toy,
+                                                                                   tmp_path, monkeypatch):
+    import pearl.train.loop as loop
+
+    _, plain = _train(_params(make_params, tiny_encoder, tmp_path, model__teacher="toy-teacher", train__distill_weight=0),
+                      toy, tmp_path / "a")
+    params = _params(make_params, tiny_encoder, tmp_path, model__teacher="toy-teacher", train__distill_weight=0,
+                     train__vector_distill_weight=2.0)
+    numbers, taught = _train(params, toy, tmp_path / "b")
+    assert numbers["vector_distill_weight"] == 2.0 and (taught["vector_distill"] > 0).all()
+    assert (plain["vector_distill"] == 0).all() and (taught["distill"] == 0).all()
+    first = taught.row(0, named=True)  # same batches and first forward: only the weighted term differs
+    assert first["loss"] == pytest.approx(plain["loss"][0] + 2.0 * first["vector_distill"], abs=1e-4)
+    assert taught["vector_distill"][-1] < first["vector_distill"]  # the student and its map move toward the teacher
+
+    real_step, calls = loop._step, []
+
+    def crash_on_fifth(*args):
+        calls.append(1)
+        if len(calls) == 5:
+            raise KeyboardInterrupt  # after the step-4 checkpoint
+        return real_step(*args)
+
+    monkeypatch.setattr(loop, "_step", crash_on_fifth)
+    with pytest.raises(KeyboardInterrupt):
+        _train(params, toy, tmp_path / "c")
+    monkeypatch.setattr(loop, "_step", real_step)
+    resumed_numbers, resumed = _train(params, toy, tmp_path / "c")
+    assert resumed_numbers["resumed_from_step"] == 4  # a fresh projection would change steps 5 and 6
+    assert resumed.select("step", "loss", "vector_distill").equals(taught.select("step", "loss", "vector_distill"))
 
 
 @pytest.mark.slow

@@ -89,15 +89,17 @@ def sampling_for(params: Params) -> Sampling:
 
 def teacher_inputs(params: Params, vectors: Path) -> tuple[TeacherVectors | None, ViewFilter | None]:
     """(the teacher to distil, or None; the view filter, or None). Without model.teacher both are
-    off, whatever train.distill_weight and train.view_min_cos say: the recipe without a teacher."""
+    off, whatever train.distill_weight, train.vector_distill_weight and train.view_min_cos say: the
+    recipe without a teacher."""
     t = params.train
-    if params.model.teacher is None or (t.distill_weight == 0 and t.view_min_cos is None):
+    distilled = t.distill_weight > 0 or t.vector_distill_weight > 0
+    if params.model.teacher is None or (not distilled and t.view_min_cos is None):
         return None, None
     teacher = TeacherVectors.load(vectors, params.model.teacher)
     # alias views are not filtered here: augment keeps real aliases and has the teacher judge Moby's
     levels = tuple(level for level in ("token", "phrase") if getattr(t, f"p_{level}") > 0)
     view_filter = None if t.view_min_cos is None else ViewFilter(t.view_min_cos, levels, teacher)
-    return (teacher if t.distill_weight > 0 else None), view_filter
+    return (teacher if distilled else None), view_filter
 
 
 def loader_workers(setting: int | str, device: torch.device) -> int:
@@ -126,15 +128,17 @@ def _rows(features: dict[str, torch.Tensor], start: int, stop: int, device) -> d
     return {k: v[start:stop].to(device, non_blocking=True) for k, v in features.items()}
 
 
-def _step(model: PhraseModel, batch: Batch, params: Params, device, autocast, world: World) -> LossParts:
+def _step(model: PhraseModel, projection: torch.nn.Linear | None, batch: Batch, params: Params, device, autocast,
+          world: World) -> LossParts:
     t = params.train
     labels, exclude = batch.labels.to(device), batch.exclude.to(device)
-    teacher_cos = None if batch.teacher_cos is None else batch.teacher_cos.to(device)
+    teacher_cos, teacher_vectors = (None if a is None else a.to(device) for a in (batch.teacher_cos, batch.teacher_vectors))
 
     def loss_of(vectors: torch.Tensor) -> LossParts:
         with autocast():
             return pearl_loss(vectors, batch.n_anchors, labels, exclude, model.type_head, t.temperature, t.type_weight,
-                              t.contrastive_weight, teacher_cos, t.distill_weight, t.distill_loss)
+                              t.contrastive_weight, teacher_cos, t.distill_weight, t.distill_loss,
+                              teacher_vectors, projection, t.vector_distill_weight)
 
     n = len(batch.texts)
     if t.grad_cache:
@@ -169,6 +173,11 @@ def train(params: Params, inputs: TrainInputs) -> TrainResult:
     teacher, view_filter = teacher_inputs(params, inputs.teacher)
     data = TrainingSet.load(inputs.typed, inputs.variants, inputs.negatives, t.heldout_fraction, seed,
                             teacher, view_filter)
+    # student → teacher space, trained beside the model and not exported; created after the model, and
+    # only when used, so that the recipe without it draws the same weights
+    projection = (torch.nn.Linear(model.dim, teacher.matrix.shape[1]).to(device)
+                  if teacher is not None and t.vector_distill_weight > 0 else None)
+    trained = model if projection is None else torch.nn.ModuleList([model, projection])  # what the ranks keep equal
     per_epoch = data.steps_per_epoch(t.batch_size)
     if per_epoch == 0:
         raise PearlError(f"train.batch_size ({t.batch_size}) exceeds the {len(data.train)} training phrases: lower it")
@@ -177,6 +186,7 @@ def train(params: Params, inputs: TrainInputs) -> TrainResult:
     # The character encoder and type head start from random weights: at the backbone's small
     # learning rate they would barely move in a CPU-sized run.
     heads = [p for name, p in model.named_parameters() if not name.startswith("backbone.")]
+    heads += [] if projection is None else list(projection.parameters())
     optimizer = torch.optim.Adam([{"params": list(model.backbone.parameters()), "lr": t.lr},
                                   {"params": heads, "lr": t.head_lr}])
     scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=t.lr_decay_steps, gamma=t.lr_decay_rate)
@@ -187,12 +197,14 @@ def train(params: Params, inputs: TrainInputs) -> TrainResult:
     start, rows = 0, []
     if state is not None:
         model.load_state_dict(state["model"])
+        if projection is not None:
+            projection.load_state_dict(state["projection"])
         optimizer.load_state_dict(state["optimizer"])
         scheduler.load_state_dict(state["scheduler"])
         start, rows = state["step"], state["log"]
 
     if world.size > 1:  # every rank starts from rank 0's weights (a resumed run included)
-        for tensor in model.state_dict().values():
+        for tensor in trained.state_dict().values():
             torch.distributed.broadcast(tensor, src=0)
 
     autocast = autocast_for(precision, device)
@@ -210,8 +222,8 @@ def train(params: Params, inputs: TrainInputs) -> TrainResult:
         step = start + k
         seed_dropout(seed, world.rank, step)
         optimizer.zero_grad(set_to_none=True)
-        parts = _step(model, batch, params, device, autocast, world)
-        average_gradients(model, world)
+        parts = _step(model, projection, batch, params, device, autocast, world)
+        average_gradients(trained, world)
         optimizer.step()
         scheduler.step()
         now = time.perf_counter()
@@ -224,6 +236,7 @@ def train(params: Params, inputs: TrainInputs) -> TrainResult:
         if world.main and (step + 1) % t.checkpoint_every == 0 and step + 1 < total:
             save_checkpoint(checkpoints, {
                 "step": step + 1, "fingerprint": run_id, "model": model.state_dict(),
+                **({} if projection is None else {"projection": projection.state_dict()}),
                 "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(), "log": rows,
             })
     seconds = time.perf_counter() - began
@@ -238,7 +251,7 @@ class _Window:
 
     def __init__(self):
         self.steps = 0
-        self.sums = dict.fromkeys(("loss", "contrastive", "type_loss", "distill", "seconds"), 0.0)
+        self.sums = dict.fromkeys(("loss", "contrastive", "type_loss", "distill", "vector_distill", "seconds"), 0.0)
         self.correct = self.anchors = self.phrases = 0
 
     def add(self, parts: LossParts, batch: Batch, seconds: float) -> None:
@@ -247,6 +260,7 @@ class _Window:
         self.sums["contrastive"] += float(parts.contrastive)
         self.sums["type_loss"] += float(parts.type_loss)
         self.sums["distill"] += float(parts.distill)
+        self.sums["vector_distill"] += float(parts.vector_distill)
         self.sums["seconds"] += seconds
         self.correct += int(parts.type_correct)
         self.anchors += batch.n_anchors
@@ -260,6 +274,7 @@ class _Window:
             "contrastive": round(self.sums["contrastive"] / n, 5),
             "type_loss": round(self.sums["type_loss"] / n, 5),
             "distill": round(self.sums["distill"] / n, 5),
+            "vector_distill": round(self.sums["vector_distill"] / n, 5),
             "type_acc": round(self.correct / max(self.anchors, 1), 4),
             "lr": float(f"{lr:.6g}"),
             "seconds_per_step": round(self.sums["seconds"] / n, 4),

@@ -1,11 +1,14 @@
 """Record a scripts/gpu_train_base.sh run: `python scripts/gpu_table.py RESULTS_DIR RECORD_DIR`, RESULTS_DIR being
 its results.tgz unpacked. Writes RECORD_DIR/run.json (every score, the stages' metrics, the software) and
-RECORD_DIR/run.md (the tables), and prints the tables.
+RECORD_DIR/run.md (the tables), and prints the tables. Where several training seeds ran (pearl-base-sSEED), a row
+gives their mean and one their sample standard deviation, in the columns that every seed finished.
 
 Beside the paper's 9-task average: the clean-PPDB one and the mean of the seven tasks without a trained probe,
 which fp16 rounding moves least (issue 39)."""
 
 import json
+import re
+import statistics
 import sys
 from pathlib import Path
 
@@ -15,20 +18,39 @@ from pearl.bench.task_names import GENERAL_TASKS, PHRASE_TASKS, TUNE_TASKS
 
 COLUMNS = {"test": [*PHRASE_TASKS, "avg9", "avg9_clean", "probe_free7", *GENERAL_TASKS, "general"],
            "tune": [*TUNE_TASKS, "tune", "tune_names"]}
-STAGES = ("teacher", "negatives", "train", "average")
+SEEDED = re.compile(r"(.+)-s(\d+)$")
 
 
 def scores(folder: Path) -> dict[str, float]:
     return with_means({p.stem: json.loads(p.read_text())["score"] for p in sorted(folder.glob("*.json"))})
 
 
+def seed_rows(rows: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+    """The mean and spread of each model's seeds, keyed 'NAME (mean of N seeds)' and 'NAME (std)'."""
+    models: dict[str, list[dict[str, float]]] = {}
+    for system, row in rows.items():
+        if (seeded := SEEDED.match(system)):
+            models.setdefault(seeded.group(1), []).append(row)
+    out = {}
+    for name, seeds in models.items():
+        if len(seeds) < 2:
+            continue
+        values = {c: [row[c] for row in seeds] for c in seeds[0] if all(c in row for row in seeds)}
+        out[f"{name} (mean of {len(seeds)} seeds)"] = {c: statistics.mean(v) for c, v in values.items()}
+        out[f"{name} (std)"] = {c: statistics.stdev(v) for c, v in values.items()}
+    return out
+
+
 def record(results: Path) -> dict:
+    suites = {}
+    for suite in COLUMNS:
+        rows = {system.name: scores(system) for system in sorted((results / suite).glob("*")) if system.is_dir()}
+        suites[suite] = rows | seed_rows(rows)
     return {
         "software": (results / "env.txt").read_text().strip().splitlines(),
         "timeline": (results / "timeline.txt").read_text().strip().splitlines(),
-        "stages": {stage: json.loads((results / f"{stage}.json").read_text()) for stage in STAGES},
-        "scores": {suite: {system.name: scores(system) for system in sorted((results / suite).glob("*")) if system.is_dir()}
-                   for suite in COLUMNS},
+        "stages": {p.stem: json.loads(p.read_text()) for p in sorted(results.glob("*.json"))},
+        "scores": suites,
     }
 
 

@@ -13,7 +13,8 @@
 #
 # Results: $OUT/results.tgz (this run's metrics, bench outputs and logs), refreshed every 20 s so that a run
 # stopped at its limit still returns what it measured. PEARL_GPU_DRY_RUN=1 rehearses it on CPU with this
-# checkout's .venv: a few steps, two tasks per suite. PEARL_GPU_SEEDS lists the training seeds (train.seed;
+# checkout's .venv: a few steps, two tasks per suite (its stages overwrite data/ and metrics/ here: `git checkout
+# metrics` and `dvc checkout` after). PEARL_GPU_SEEDS lists the training seeds (train.seed;
 # default 42): teacher and negatives run once, then each seed trains and is averaged in turn, its export
 # benchmarked while the next one trains. Each system runs its test suite before its tune suite.
 set -uo pipefail

@@ -14,9 +14,9 @@
 # Results: $OUT/results.tgz (this run's metrics, bench outputs and logs), refreshed every 20 s so that a run
 # stopped at its limit still returns what it measured. PEARL_GPU_DRY_RUN=1 rehearses it on CPU with this
 # checkout's .venv: a few steps, two tasks per suite (its stages overwrite data/ and metrics/ here: `git checkout
-# metrics` and `dvc checkout` after). PEARL_GPU_SEEDS lists the training seeds (train.seed;
-# default 42): teacher and negatives run once, then each seed trains and is averaged in turn, its export
-# benchmarked while the next one trains. Each system runs its test suite before its tune suite.
+# metrics` and `dvc checkout` after). PEARL_GPU_SEEDS lists the training seeds (train.seed; default 42): teacher
+# and negatives run once, then each seed trains and is averaged in turn, its export benchmarked while the next
+# one trains. Each system runs its test suite before its tune suite.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/gpu-out}; res=/tmp/gpu-results; work=/tmp/gpu-work; models=/tmp/gpu-models; trained=/tmp/gpu-trained
@@ -69,7 +69,7 @@ for peer in ${PEARL_GPU_PEERS-all-mpnet-base-v2 all-MiniLM-L6-v2}; do
   ( renice -n 10 $BASHPID > /dev/null; bench $peer "$models/$peer" 3 test; bench $peer "$models/$peer" 3 tune ) &
   benched+=($!)
 done
-rm -rf models/pearl models/finetuned "$trained"
+rm -rf "$trained"
 rm -f metrics/teacher.json metrics/negatives.json metrics/train.json metrics/train_log.csv metrics/average.json
 run_stage() {  # STAGE [SEED]: metrics/STAGE.json is kept as $res/STAGE[-sSEED].json
   stamp "$1${2:+ seed $2}"

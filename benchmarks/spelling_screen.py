@@ -3,16 +3,18 @@ suite only: hashed character 3-grams beside an encoder's vector at weight w, so 
 phrases is (1 − w) · their cosine + w · the cosine of their 3-gram counts.
 
 The block has no weights, so any encoder can take it: this screens untuned ones, each embedding every text
-once for all the weights. Prints a Markdown table; --out also writes it.
+once for all the weights and gates. Prints a Markdown table; --out also writes it.
 
     python benchmarks/spelling_screen.py                         # all-MiniLM-L6-v2, w in 0 … 0.5
     python benchmarks/spelling_screen.py --models sentence-transformers/all-mpnet-base-v2 --weights 0,0.2
+    python benchmarks/spelling_screen.py --weights 0,0.2,0.4 --gates none,split_words   # a per-text share
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import re
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +27,12 @@ from pearl.embedder import Embedder
 from pearl.log import configure_logging
 from pearl.model.st_modules import TEXTS, SpellingNgrams
 from pearl.params import load_params
+
+# "split_words" scales each text's share of spelling by the share of its words that the encoder's tokenizer cuts
+# into pieces: words held whole have a learned vector, names and codes spelled from pieces are where 3-grams add.
+# Screened here only; the export has the fixed block ("none").
+GATES = ("none", "split_words")
+WORD = re.compile(r"\w+")
 
 
 class CachedEmbedder:
@@ -44,15 +52,28 @@ class CachedEmbedder:
 class WithSpelling:
     """An encoder's vectors passed through the export's SpellingNgrams module (w = 0: the vectors alone)."""
 
-    def __init__(self, dense: CachedEmbedder, weight: float, n_features: int):
-        self.dense, self.weight, self.n_features = dense, weight, n_features
+    def __init__(self, dense: CachedEmbedder, weight: float, n_features: int, gate: str):
+        self.dense, self.weight, self.n_features, self.gate = dense, weight, n_features, gate
 
     def embed(self, texts: list[str]) -> np.ndarray:
         dense = self.dense.embed(texts)
         if self.weight == 0:
             return dense
         block = SpellingNgrams(dense.shape[1], self.n_features, self.weight)
-        return block({"sentence_embedding": torch.from_numpy(dense), TEXTS: texts})["sentence_embedding"].numpy()
+        if self.gate == "none":
+            return block({"sentence_embedding": torch.from_numpy(dense), TEXTS: texts})["sentence_embedding"].numpy()
+        share = self.weight * split_share(self.dense.embedder.model.tokenizer, texts)[:, None]
+        vectors = np.hstack([np.sqrt(1 - share) * dense, np.sqrt(share) * block.ngrams.transform(texts).toarray()])
+        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+def split_share(tokenizer, texts: list[str]) -> np.ndarray:
+    """Per text, the share of its words that `tokenizer` cuts into more than one piece (1 without a word)."""
+    words = [WORD.findall(text) for text in texts]
+    flat = [word for text_words in words for word in text_words]
+    pieces = iter(tokenizer(flat, add_special_tokens=False)["input_ids"] if flat else [])
+    return np.array([sum(len(next(pieces)) > 1 for _ in text_words) / len(text_words) if text_words else 1.0
+                     for text_words in words])
 
 
 def main() -> None:
@@ -60,12 +81,16 @@ def main() -> None:
     parser.add_argument("--models", default="sentence-transformers/all-MiniLM-L6-v2", help="comma-separated encoders")
     parser.add_argument("--weights", default="0,0.1,0.2,0.3,0.5", help="comma-separated w in [0, 1)")
     parser.add_argument("--n-features", type=int, default=1024, help="hashed 3-gram buckets")
+    parser.add_argument("--gates", default="none", help=f"comma-separated gates ({', '.join(GATES)})")
     parser.add_argument("--tasks", default=",".join(TUNE_TASKS), help="comma-separated tune tasks")
     parser.add_argument("--out", type=Path, help="also write the table here")
     args = parser.parse_args()
     weights = [float(w) for w in args.weights.split(",")]
     if any(not 0 <= w < 1 for w in weights):
         parser.error("--weights: each w must be in [0, 1)")
+    gates = args.gates.split(",")
+    if any(gate not in GATES for gate in gates):
+        parser.error(f"--gates: each gate must be one of {', '.join(GATES)}")
     tasks = args.tasks.split(",")
     unknown = sorted(set(tasks) - set(TUNE_TASKS))
     if unknown:
@@ -73,16 +98,17 @@ def main() -> None:
     configure_logging(False)
     params = load_params("params.yaml")
     columns = [*tasks, "tune", "tune_names"]
-    lines = ["| model | w | " + " | ".join(TITLES[c] for c in columns) + " |", "|---" * (len(columns) + 2) + "|"]
+    lines = ["| model | w | gate | " + " | ".join(TITLES[c] for c in columns) + " |", "|---" * (len(columns) + 3) + "|"]
     print(*lines, sep="\n")
     for model in args.models.split(","):
         context = build_context(params, model, "")
         dense = CachedEmbedder(context.load_embedder())
-        for weight in weights:
-            channel = WithSpelling(dense, weight, args.n_features)
+        # w = 0 is the encoder alone, whatever the gate
+        for weight, gate in [(w, g) for w in weights for g in (["none"] if w == 0 else gates)]:
+            channel = WithSpelling(dense, weight, args.n_features, gate)
             ctx = dataclasses.replace(context, load_embedder=lambda channel=channel: channel)
             scores = with_means({task: run_task(ctx, task)["score"] for task in tasks})
-            lines.append(f"| {model.split('/')[-1]} | {weight:g} | "
+            lines.append(f"| {model.split('/')[-1]} | {weight:g} | {gate if weight else '–'} | "
                          + " | ".join(f"{scores[c]:.2f}" if c in scores else "–" for c in columns) + " |")
             print(lines[-1], flush=True)
     if args.out is not None:

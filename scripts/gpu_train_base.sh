@@ -16,7 +16,9 @@
 # checkout's .venv: a few steps, two tasks per suite (its stages overwrite data/ and metrics/ here: `git checkout
 # metrics` and `dvc checkout` after). PEARL_GPU_SEEDS lists the training seeds (train.seed; default 42): teacher
 # and negatives run once, then each seed trains and is averaged in turn, its export benchmarked while the next
-# one trains. Each system runs its test suite before its tune suite.
+# one trains. Each system runs its test suite before its tune suite. PEARL_GPU_ALSO_SPELLING lists other
+# average.spelling_weight values (e.g. "0"): each seed's training is exported once more per value, as
+# pearl-base-wW-sSEED, and benchmarked after the default export, tune suite first.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/gpu-out}; res=/tmp/gpu-results; work=/tmp/gpu-work; models=/tmp/gpu-models; trained=/tmp/gpu-trained
@@ -71,20 +73,27 @@ for peer in ${PEARL_GPU_PEERS-all-mpnet-base-v2 all-MiniLM-L6-v2}; do
 done
 rm -rf "$trained"
 rm -f metrics/teacher.json metrics/negatives.json metrics/train.json metrics/train_log.csv metrics/average.json
-run_stage() {  # STAGE [SEED]: metrics/STAGE.json is kept as $res/STAGE[-sSEED].json
-  stamp "$1${2:+ seed $2}"
-  OMP_NUM_THREADS=8 pearl "$1" "${set_[@]}" ${2:+-S "train.seed=$2"} > "$res/$1${2:+-s$2}.log" 2>&1 \
-    || { stamp "error: $1 failed"; return 1; }
-  cp "metrics/$1.json" "$res/$1${2:+-s$2}.json"
+run_stage() {  # STAGE NAME [-S KEY=VALUE]...: metrics/STAGE.json is kept as $res/NAME.json
+  local stage=$1 name=$2; shift 2
+  stamp "$name"
+  OMP_NUM_THREADS=8 pearl "$stage" "${set_[@]}" "$@" > "$res/$name.log" 2>&1 || { stamp "error: $name failed"; return 1; }
+  cp "metrics/$stage.json" "$res/$name.json"
 }
-if run_stage teacher && run_stage negatives; then
+also=(${PEARL_GPU_ALSO_SPELLING-})
+if run_stage teacher teacher && run_stage negatives negatives; then
   for seed in ${PEARL_GPU_SEEDS:-42}; do
     rm -rf models/pearl models/finetuned checkpoints  # a checkpoint left by the last seed would be resumed
-    run_stage train "$seed" && run_stage average "$seed" || break
+    run_stage train "train-s$seed" -S "train.seed=$seed" && run_stage average "average-s$seed" -S "train.seed=$seed" || break
     cp metrics/train_log.csv "$res/train_log-s$seed.csv"
     mkdir -p "$trained" && mv models/pearl "$trained/pearl-base-s$seed"
+    for w in "${also[@]}"; do
+      run_stage average "average-w$w-s$seed" -S "train.seed=$seed" -S "average.spelling_weight=$w" \
+        && mv models/pearl "$trained/pearl-base-w$w-s$seed"
+    done
     ( bench "pearl-base-s$seed" "$trained/pearl-base-s$seed" 4 test
-      bench "pearl-base-s$seed" "$trained/pearl-base-s$seed" 4 tune ) & benched+=($!)
+      bench "pearl-base-s$seed" "$trained/pearl-base-s$seed" 4 tune
+      for w in "${also[@]}"; do bench "pearl-base-w$w-s$seed" "$trained/pearl-base-w$w-s$seed" 4 tune; done
+      for w in "${also[@]}"; do bench "pearl-base-w$w-s$seed" "$trained/pearl-base-w$w-s$seed" 4 test; done ) & benched+=($!)
   done
 fi
 wait "${benched[@]}"

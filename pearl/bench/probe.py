@@ -18,6 +18,7 @@ class ProbeSettings:
     batch_size: int = 200
     max_epochs: int = 100
     patience: int = 5
+    device: str = "cpu"  # base.device: the probes of a whole suite take minutes on CPU, seconds on a GPU
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,8 @@ def probe_accuracy(
     """Test accuracy of the probe whose lr reached the best validation accuracy (the first lr on
     a tie), at its best validation epoch: test labels never choose anything."""
     tensors = [
-        (torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32)), torch.from_numpy(np.asarray(y, dtype=np.int64)))
+        (torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32)).to(settings.device),
+         torch.from_numpy(np.asarray(y, dtype=np.int64)).to(settings.device))
         for x, y in (train, valid, test)
     ]
     best_valid, chosen = -1.0, None
@@ -70,13 +72,13 @@ def _fit(train: tuple[torch.Tensor, torch.Tensor], valid: tuple[torch.Tensor, to
     generator = torch.Generator().manual_seed(seed)
     torch.manual_seed(seed)
     (x_tr, y_tr), (x_va, y_va) = train, valid
-    model = _model(x_tr.shape[1], classes, settings.hidden)
+    model = _model(x_tr.shape[1], classes, settings.hidden).to(x_tr.device)  # initialised on the CPU, as without a GPU
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     loss_fn = nn.BCEWithLogitsLoss() if classes == 2 else nn.CrossEntropyLoss()
     best, best_state, waited = -1.0, None, 0
     for _ in range(settings.max_epochs):
         model.train()
-        order = torch.randperm(len(x_tr), generator=generator)
+        order = torch.randperm(len(x_tr), generator=generator).to(x_tr.device)
         for start in range(0, len(order), settings.batch_size):
             batch = order[start:start + settings.batch_size]
             logits = model(x_tr[batch])

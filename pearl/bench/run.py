@@ -45,15 +45,16 @@ def build_context(params: Params, model: str | None, prefix: str, param: str = "
     if not os.environ.get("OMP_NUM_THREADS"):
         # torch's default is the physical cores; an explicit OMP_NUM_THREADS (side-by-side runs) wins
         torch.set_num_threads(os.cpu_count() or 1)
-    load_embedder = None if model is None else partial(
-        Embedder, model, prefix, b.batch_size, b.max_length, resolve_device(params.base.device), param)
+    device = resolve_device(params.base.device)
+    load_embedder = None if model is None else partial(Embedder, model, prefix, b.batch_size, b.max_length, device, param)
     return BenchContext(
         data_dir=Path(b.data_dir),
         short_text_dir=Path(b.short_text_dir),
         general_dir=Path(b.general_dir),
         tune_dir=Path(b.tune_dir),
         seed=params.base.seed,
-        probe=ProbeSettings(lrs=tuple(b.probe_lrs), batch_size=b.probe_batch_size, max_epochs=b.probe_max_epochs, patience=b.probe_patience),
+        probe=ProbeSettings(lrs=tuple(b.probe_lrs), batch_size=b.probe_batch_size, max_epochs=b.probe_max_epochs,
+                            patience=b.probe_patience, device=device),
         ppdb_seeds=b.ppdb_seeds,
         atis_seeds=b.atis_seeds,
         kmeans_inits=b.kmeans_inits,

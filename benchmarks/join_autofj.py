@@ -1,19 +1,28 @@
 """Fuzzy-join quality of `pearl join` on the 50 AutoFJ datasets, beside the `autofj` package.
 
-For each encoder (default: the trained export, its untuned backbone and `string`), every right
-title gets its best left title (`pearl.joining.join.best_matches`, no all-pairs scoring) and the
-default cut (calibrated on the left table's own nearest neighbours). Against gt.csv:
+For each encoder (default: the trained export, its untuned backbone and `string`), two joins:
+- "default cut": every right title gets its best left title by cosine
+  (`pearl.joining.join.best_matches`, no all-pairs scoring) and the cut calibrated on the left
+  table's own nearest neighbours;
+- "chosen for P": the join function (cosine, 3-gram and word TF-IDF cosines, rapidfuzz's
+  token_set_ratio, and mixes of the cosine with each) and the cut that AutoFJ's label-free
+  estimate says join the most right titles at `--precision-target` (`pearl.joining.select`).
+Against gt.csv:
 - precision = correct joined / joined, recall = correct joined / right rows with a true match,
   F1, at the chosen cut (the AutoFJ paper's definitions);
 - recall at AutoFJ's precision: the most right rows, taken by falling score, whose precision is
-  at least what `autofj.AutoFJ` reached on that dataset.
+  at least what `autofj.AutoFJ` reached on that dataset;
+- seconds per dataset, encoding included.
 `AutoFJ(precision_target=0.9)` runs, in its own environment (bash benchmarks/setup_autofj_env.sh),
-on the datasets in name order until `--autofj-budget` seconds are spent (its time per dataset
-is printed); the comparison covers those datasets.
-Means are macro-averages over datasets.
+on the datasets in name order until `--autofj-budget` seconds of new runs are spent. Its outputs
+(pairs and seconds) are kept in metrics/join/autofj/, committed: AutoFJ on all 50 takes over an
+hour on 2 cores, so later comparisons read them and show the times of the run that wrote them.
+Means are macro-averages over the datasets AutoFJ finished, for the first 25 by name (where the
+design is chosen), the held-out 25 and all 50.
 
     bash benchmarks/setup_autofj_env.sh && python benchmarks/join_autofj.py
-    python benchmarks/join_autofj.py --models string --autofj-budget 0     # quick
+    python benchmarks/join_autofj.py --autofj-budget inf          # AutoFJ on every dataset not kept yet
+    python benchmarks/join_autofj.py --models string --datasets 25     # quick, the design half
 """
 
 from __future__ import annotations
@@ -30,10 +39,9 @@ import numpy as np
 import polars as pl
 
 from pearl.bench import data
-from pearl.index.encoder import load_encoder
+from pearl.index.encoder import STRING, load_encoder
 from pearl.joining.join import best_matches
 from pearl.log import configure_logging
-from pearl.model_ids import model_cache
 
 
 def truth(gt) -> dict[int, int]:
@@ -75,13 +83,17 @@ def recall_at_precision(predicted: np.ndarray, score: np.ndarray, right_ids: np.
     return float(hits[ok[-1]] / len(gold)) if len(ok) and gold else 0.0
 
 
-def run_autofj(name: str, python: Path, target: float, cache: Path) -> tuple[float, float, float, float]:
-    """AutoFJ's precision, recall, F1 and seconds; its output is cached, as it takes minutes."""
+def run_autofj(name: str, python: Path, target: float, cache: Path, budget_left: float) -> dict | None:
+    """AutoFJ's precision, recall, F1, seconds and whether it ran now; its output is kept, as it takes minutes.
+    None when it has not run on `name` and no budget is left."""
     from autofj.datasets import load_data
 
     cached = cache / f"{name}-{target}.json"
-    if cached.is_file():
+    fresh = not cached.is_file()
+    if not fresh:
         result = json.loads(cached.read_text())
+    elif budget_left <= 0:
+        return None
     else:
         with tempfile.TemporaryDirectory() as scratch:  # AutoFJ writes autofj_temp/ into its working folder
             done = subprocess.run([str(python), str(Path(__file__).with_name("autofj_join.py")), name, str(target)],
@@ -94,63 +106,98 @@ def run_autofj(name: str, python: Path, target: float, cache: Path) -> tuple[flo
     precision = correct / len(result["pairs"]) if result["pairs"] else 1.0
     recall = correct / len(gold)
     f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-    return precision, recall, f1, result["seconds"]
+    return {"precision": precision, "recall": recall, "f1": f1, "seconds": result["seconds"], "fresh": fresh}
+
+
+def chosen_for(name: str, encoder, target: float) -> tuple[np.ndarray, np.ndarray, float, dict[int, int], str]:
+    """`pearl.joining.select.choose` on one dataset: per right row its predicted left id (-1: none) and score,
+    the cut, truth, and the function chosen."""
+    from autofj.datasets import load_data
+
+    from pearl.joining.select import choose
+
+    left, right, gt = load_data(name)
+    left_titles, right_titles = titles(left)["title"].to_list(), titles(right)["title"].to_list()
+    left_kept = [i for i, t in enumerate(left_titles) if t and t.strip()]
+    right_kept = [i for i, t in enumerate(right_titles) if t and t.strip()]
+    choice = choose([left_titles[i] for i in left_kept], [right_titles[i] for i in right_kept],
+                    None if encoder.kind == STRING else encoder, target)
+    predicted, score = np.full(len(right), -1), np.full(len(right), np.nan)
+    predicted[right_kept] = left["id"].to_numpy()[np.asarray(left_kept)[choice.left_row]]
+    score[right_kept] = choice.score
+    return predicted, score, choice.threshold, truth(gt), choice.function
+
+
+SPLITS = {"first 25 by name (design)": slice(0, 25), "held-out 25": slice(25, 50), "all 50": slice(0, 50)}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default="models/pearl,sentence-transformers/all-MiniLM-L6-v2,string")
-    parser.add_argument("--autofj-budget", type=float, default=900, help="seconds of AutoFJ runs")
+    parser.add_argument("--precision-target", type=float, default=0.9,
+                        help="also join with the function and cut chosen without labels for this precision")
+    parser.add_argument("--autofj-budget", type=float, default=0, help="seconds of new AutoFJ runs (inf: all)")
     parser.add_argument("--autofj-python", type=Path, default=Path(__file__).with_name(".autofj-venv") / "bin/python",
                         help="AutoFJ's environment (bash benchmarks/setup_autofj_env.sh)")
     parser.add_argument("--autofj-precision", type=float, default=0.9, help="AutoFJ's precision_target")
-    parser.add_argument("--autofj-cache", type=Path, default=model_cache() / "bench/autofj",
+    parser.add_argument("--autofj-cache", type=Path, default=Path(__file__).parent.parent / "metrics/join/autofj",
                         help="AutoFJ's outputs, reused by later runs (its times are those of the first run)")
+    parser.add_argument("--datasets", type=int, default=50, help="the first N datasets by name")
     parser.add_argument("--out", type=Path, default=None, help="write the per-dataset rows as JSON")
     args = parser.parse_args()
     configure_logging()
-    names = data.autofj_names()
+    names = data.autofj_names()[: args.datasets]
     from autofj.datasets import load_data
 
     right_ids = {name: load_data(name)[1]["id"].to_numpy() for name in names}
 
     autofj_rows, spent = {}, 0.0
     for name in names:
-        if spent >= args.autofj_budget:
-            break
-        precision, recall, f1, seconds = run_autofj(name, args.autofj_python, args.autofj_precision, args.autofj_cache)
-        spent += seconds
-        autofj_rows[name] = {"precision": precision, "recall": recall, "f1": f1, "seconds": seconds}
-        print(f"AutoFJ {name:<28} P {precision:.3f} R {recall:.3f}  {seconds:6.1f} s", flush=True)
+        row = run_autofj(name, args.autofj_python, args.autofj_precision, args.autofj_cache, args.autofj_budget - spent)
+        if row is None:
+            continue
+        spent += row["seconds"] if row.pop("fresh") else 0.0
+        autofj_rows[name] = row
+        print(f"AutoFJ {name:<28} P {row['precision']:.3f} R {row['recall']:.3f}  {row['seconds']:6.1f} s", flush=True)
 
-    rows = {}
+    rows = {"AutoFJ": autofj_rows}
     for model in args.models.split(","):
         encoder = load_encoder(model)
-        start = time.perf_counter()
-        for name in names:
-            predicted, score, cut, gold, _ = scores_for(name, encoder)
-            keep = ~np.isnan(score) & (score >= cut)
-            p, r, f = prf(predicted, right_ids[name], gold, keep)
-            row = {"precision": p, "recall": r, "f1": f, "cut": cut}
-            if name in autofj_rows:
-                row["recall_at_autofj_precision"] = recall_at_precision(
-                    predicted, score, right_ids[name], gold, autofj_rows[name]["precision"])
-            rows.setdefault(model, {})[name] = row
-        print(f"{model}: 50 datasets in {time.perf_counter() - start:.0f} s", flush=True)
+        for how in ("default cut", f"chosen for P {args.precision_target:g}"):
+            system = f"{model}, {how}"
+            for name in names:
+                start = time.perf_counter()
+                if how == "default cut":
+                    predicted, score, cut, gold, _ = scores_for(name, encoder)
+                    function = "cosine"
+                else:
+                    predicted, score, cut, gold, function = chosen_for(name, encoder, args.precision_target)
+                seconds = time.perf_counter() - start
+                keep = ~np.isnan(score) & (score >= cut)
+                p, r, f = prf(predicted, right_ids[name], gold, keep)
+                row = {"precision": p, "recall": r, "f1": f, "cut": cut, "function": function, "seconds": seconds}
+                if name in autofj_rows:
+                    row["recall_at_autofj_precision"] = recall_at_precision(
+                        predicted, score, right_ids[name], gold, autofj_rows[name]["precision"])
+                rows.setdefault(system, {})[name] = row
+            print(f"{system}: {len(names)} datasets in {sum(r['seconds'] for r in rows[system].values()):.0f} s",
+                  flush=True)
 
-    subset = sorted(autofj_rows)
-    print(f"\n{len(names)} AutoFJ datasets, {os.cpu_count()} cores; AutoFJ ran on {len(subset)} "
-          f"({', '.join(subset)}), {spent / max(len(subset), 1):.0f} s per dataset on average")
-    print(f"{'encoder':<44} {'P':>6} {'R':>6} {'F1':>6}   {'on AutoFJ subset: R at its P':>28}")
-    for model, per in rows.items():
-        mean = {k: np.mean([per[n][k] for n in names]) for k in ("precision", "recall", "f1")}
-        at = np.mean([per[n]["recall_at_autofj_precision"] for n in subset]) if subset else float("nan")
-        print(f"{model:<44} {mean['precision']:6.3f} {mean['recall']:6.3f} {mean['f1']:6.3f}   {at:28.3f}")
-    if subset:
-        p, r, f = (np.mean([autofj_rows[n][k] for n in subset]) for k in ("precision", "recall", "f1"))
-        print(f"{'AutoFJ, on its subset':<44} {p:6.3f} {r:6.3f} {f:6.3f}   {r:28.3f}")
+    print(f"\n{os.cpu_count()} cores. AutoFJ's seconds are those of the run that wrote {args.autofj_cache}; "
+          "each system is scored on the datasets AutoFJ finished, side by side")
+    for split, part in SPLITS.items():
+        shared = [n for n in data.autofj_names()[part] if n in autofj_rows and n in names]
+        if not shared:
+            continue
+        print(f"\n{split}: {len(shared)} datasets")
+        print(f"{'system':<64} {'P':>6} {'R':>6} {'F1':>6} {'R at AutoFJ P':>14} {'median s':>9}")
+        for system, per in rows.items():
+            mean = {k: np.mean([per[n][k] for n in shared]) for k in ("precision", "recall", "f1")}
+            at = np.mean([per[n].get("recall_at_autofj_precision", per[n]["recall"]) for n in shared])
+            median = np.median([per[n]["seconds"] for n in shared])
+            print(f"{system:<64} {mean['precision']:6.3f} {mean['recall']:6.3f} {mean['f1']:6.3f} {at:14.3f} {median:9.1f}")
     if args.out:
-        args.out.write_text(json.dumps({"autofj": autofj_rows, "encoders": rows}, indent=2) + "\n")
+        args.out.write_text(json.dumps(rows, indent=2) + "\n")
 
 
 if __name__ == "__main__":

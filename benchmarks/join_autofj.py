@@ -4,14 +4,15 @@ For each encoder (default: the trained export, its untuned backbone and `string`
 - "default cut": every right title gets its best left title by cosine
   (`pearl.joining.join.best_matches`, no all-pairs scoring) and the cut calibrated on the left
   table's own nearest neighbours;
-- "chosen for P": the join function (cosine, 3-gram and word TF-IDF cosines, rapidfuzz's
-  token_set_ratio, and mixes of the cosine with each) and the cut that AutoFJ's label-free
-  estimate says join the most right titles at `--precision-target` (`pearl.joining.select`).
+- "chosen for P": AutoFJ's union of configurations, chosen by its label-free precision estimate
+  for `--precision-target` (`pearl.joining.select`): join functions (cosine, 3-gram and word
+  TF-IDF cosines, rapidfuzz's token_set_ratio, and mixes of the cosine with each) at their cuts.
 Against gt.csv:
 - precision = correct joined / joined, recall = correct joined / right rows with a true match,
   F1, at the chosen cut (the AutoFJ paper's definitions);
-- recall at AutoFJ's precision: the most right rows, taken by falling score, whose precision is
-  at least what `autofj.AutoFJ` reached on that dataset;
+- recall at AutoFJ's precision: the most right rows, taken by falling score (for "chosen for P",
+  the estimated probability of each join), whose precision is at least what `autofj.AutoFJ`
+  reached on that dataset;
 - seconds per dataset, encoding included.
 `AutoFJ(precision_target=0.9)` runs, in its own environment (bash benchmarks/setup_autofj_env.sh),
 on the datasets in name order until `--autofj-budget` seconds of new runs are spent. Its outputs
@@ -110,8 +111,8 @@ def run_autofj(name: str, python: Path, target: float, cache: Path, budget_left:
 
 
 def chosen_for(name: str, encoder, target: float) -> tuple[np.ndarray, np.ndarray, float, dict[int, int], str]:
-    """`pearl.joining.select.choose` on one dataset: per right row its predicted left id (-1: none) and score,
-    the cut, truth, and the function chosen."""
+    """`pearl.joining.select.choose` on one dataset: per right row its predicted left id (-1: none) and the
+    estimated probability that it is right (NaN: not joined), a cut of 0, truth, and the configurations."""
     from autofj.datasets import load_data
 
     from pearl.joining.select import choose
@@ -122,10 +123,11 @@ def chosen_for(name: str, encoder, target: float) -> tuple[np.ndarray, np.ndarra
     right_kept = [i for i, t in enumerate(right_titles) if t and t.strip()]
     choice = choose([left_titles[i] for i in left_kept], [right_titles[i] for i in right_kept],
                     None if encoder.kind == STRING else encoder, target)
+    joined = choice.left_row >= 0
     predicted, score = np.full(len(right), -1), np.full(len(right), np.nan)
-    predicted[right_kept] = left["id"].to_numpy()[np.asarray(left_kept)[choice.left_row]]
-    score[right_kept] = choice.score
-    return predicted, score, choice.threshold, truth(gt), choice.function
+    predicted[np.asarray(right_kept)[joined]] = left["id"].to_numpy()[np.asarray(left_kept)[choice.left_row[joined]]]
+    score[np.asarray(right_kept)[joined]] = choice.confidence[joined]
+    return predicted, score, 0.0, truth(gt), " ∪ ".join(f"{f} ≥ {t:.3f}" for f, t in choice.configurations)
 
 
 SPLITS = {"first 25 by name (design)": slice(0, 25), "held-out 25": slice(25, 50), "all 50": slice(0, 50)}

@@ -4,9 +4,10 @@ AutoFJ (Li et al., VLDB 2021) reads the left table as a reference without duplic
 name joins left name l at distance d, any other left name within 2d of l could be its match as well
 (the triangle inequality), so that join is right with probability at most 1 / (1 + their number).
 Summed over the joined right rows this estimates the true positives, and averaged the precision,
-of any scoring function and cut, with no label. `choose` takes, among the join functions (each
-signal alone, and the encoder's cosine mixed with each string signal), the function and cut with
-the most estimated true positives whose estimated precision reaches the target.
+of any scoring function and cut, with no label. `choose` builds, as AutoFJ does, a union of
+configurations (a join function and its cut): greedily, the configuration whose right names not yet
+joined add the most estimated true positives while the union's estimated precision stays at the
+target. Join functions: each signal alone, and the encoder's cosine mixed with each string signal.
 
 Every signal is a similarity in [0, 1] (distance = 1 − similarity), scored on candidate pairs only:
 each name's `candidates` nearest left names by the encoder (faiss) and by character 3-grams.
@@ -31,16 +32,23 @@ THRESHOLDS = 50  # candidate cuts per function: quantiles of its best scores
 
 @dataclass(frozen=True)
 class Choice:
-    """The chosen function and cut, what they are estimated to give, and each right name's best left name."""
+    """The configurations chosen, what they are estimated to give, and each right name's join."""
 
-    function: str
-    weights: dict[str, float]
-    threshold: float
+    configurations: list[tuple[str, float]]  # (join function, cut), in the order they were added
     estimated_precision: float
     estimated_true_positives: float
-    left_row: np.ndarray  # per right name, the row of its best left name
-    score: np.ndarray  # per right name, that pair's score under the chosen function
+    left_row: np.ndarray  # per right name, the row of the left name it joins (-1: none)
+    confidence: np.ndarray  # per right name, the estimated probability that its join is right (0: none)
     reached_target: bool
+
+
+@dataclass(frozen=True)
+class _Configuration:
+    function: str
+    threshold: float
+    left_row: np.ndarray
+    joined: np.ndarray
+    precision: np.ndarray  # per right name, 1 / (1 + close left names) where joined, else 0
 
 
 def join_functions(with_cosine: bool) -> dict[str, dict[str, float]]:
@@ -99,36 +107,57 @@ def _row_dots(matrix, a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def choose(left: list[str], right: list[str], encoder: EmbeddingEncoder | None, precision_target: float = 0.9,
            candidates: int = 10) -> Choice:
-    """The function and cut that AutoFJ's estimate says join the most right names at `precision_target`.
-    `encoder` None: the string signals alone. Where no cut reaches the target, the function and cut of the
-    highest estimated precision (`reached_target` False)."""
+    """AutoFJ's union of configurations for `precision_target`. `encoder` None: the string signals alone.
+    Where no configuration reaches the target alone, the one of the highest estimated precision
+    (`reached_target` False)."""
+    configurations = _configurations(left, right, encoder, candidates)
+    left_row, precision = np.full(len(right), -1), np.zeros(len(right))
+    joined, chosen = np.zeros(len(right), dtype=bool), []
+    while True:
+        best, best_gain = None, 0.0
+        for c in configurations:
+            new = c.joined & ~joined
+            gain = float(c.precision[new].sum())
+            if gain > best_gain and precision.sum() + gain >= precision_target * (joined.sum() + new.sum()):
+                best, best_gain = c, gain
+        if best is None:
+            break
+        new = best.joined & ~joined
+        left_row[new], precision[new] = best.left_row[new], best.precision[new]
+        joined |= new
+        chosen.append((best.function, float(best.threshold)))
+    if not chosen:  # the most precise configuration, though below the target
+        best = max(configurations, key=lambda c: (c.precision[c.joined].mean() if c.joined.any() else 0.0, c.threshold))
+        left_row, precision, joined = np.where(best.joined, best.left_row, -1), best.precision, best.joined
+        chosen.append((best.function, float(best.threshold)))
+    estimated = float(precision[joined].mean()) if joined.any() else 1.0
+    return Choice(chosen, estimated, float(precision.sum()), left_row, precision,
+                  bool(joined.any()) and estimated >= precision_target)
+
+
+def _configurations(left: list[str], right: list[str], encoder: EmbeddingEncoder | None,
+                    candidates: int) -> list[_Configuration]:
+    """Every join function at each of its candidate cuts, with each right name's join and its estimated precision."""
     signals = Signals(left, right, encoder)
     n_left = len(left)
-    right_rows = np.arange(n_left, n_left + len(right))
-    lr_a, lr_b = signals.nearest_left(right_rows, candidates)
+    lr_a, lr_b = signals.nearest_left(np.arange(n_left, n_left + len(right)), candidates)
     lr = signals.of_pairs(lr_a, lr_b)
     ll_a, ll_b = signals.nearest_left(np.arange(n_left), candidates + 1)
     own = ll_a != ll_b
     ll_a, ll_b = ll_a[own], ll_b[own]
     ll = signals.of_pairs(ll_a, ll_b)
-
-    best = None
+    configurations = []
     for name, weights in join_functions(encoder is not None).items():
-        lr_score = sum(w * lr[s] for s, w in weights.items())
-        ll_score = sum(w * ll[s] for s, w in weights.items())
-        left_row, score = _best_per_right(lr_a - n_left, lr_b, lr_score, len(right))
-        neighbours = _neighbour_scores(ll_a, ll_score, n_left)[left_row]  # of each right name's left name
+        left_row, score = _best_per_right(lr_a - n_left, lr_b, sum(w * lr[s] for s, w in weights.items()), len(right))
+        # the candidate neighbours' scores of each right name's left name
+        neighbours = _neighbour_scores(ll_a, sum(w * ll[s] for s, w in weights.items()), n_left)[left_row]
         for threshold in np.unique(np.quantile(score, np.linspace(0, 1, THRESHOLDS))):
             joined = score >= threshold
             # another left name within twice the join's distance of its left name: 1 − s' ≤ 2 (1 − t)
-            close = (neighbours[joined] >= 1 - 2 * (1 - threshold)).sum(axis=1)
-            precision_each = 1.0 / (1.0 + close)
-            estimate = (float(precision_each.mean()), float(precision_each.sum()))
-            reached = estimate[0] >= precision_target
-            key = (reached, estimate[1] if reached else estimate[0], threshold)
-            if best is None or key > best[0]:
-                best = (key, Choice(name, weights, float(threshold), *estimate, left_row, score, reached))
-    return best[1]
+            close = (neighbours >= 1 - 2 * (1 - threshold)).sum(axis=1)
+            configurations.append(_Configuration(name, float(threshold), left_row, joined,
+                                                 np.where(joined, 1.0 / (1.0 + close), 0.0)))
+    return configurations
 
 
 def _best_per_right(right: np.ndarray, left: np.ndarray, score: np.ndarray, n_right: int) -> tuple[np.ndarray, np.ndarray]:

@@ -20,10 +20,12 @@ each name's `candidates` nearest left names by the encoder (faiss) and by charac
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from pearl.index.encoder import EmbeddingEncoder
+if TYPE_CHECKING:  # an annotation only: the encoder's module loads the model libraries
+    from pearl.index.encoder import EmbeddingEncoder
 
 STRING_SIGNALS = ("char3", "tokens", "token_set")
 MIXES = (0.25, 0.5, 0.75)  # the cosine's share in a mix with one string signal

@@ -374,6 +374,9 @@ def join(
     calibration_quantile: Annotated[float, typer.Option(help="that quantile, without --threshold")] = 0.9,
     string_weight: Annotated[float, typer.Option(help="weight of rapidfuzz string similarity in the score")] = 0.0,
     candidates: Annotated[int, typer.Option(help="left candidates per right row, from the index")] = 10,
+    precision_target: Annotated[float | None, typer.Option(
+        help="choose the scoring and cut per pair of tables for this estimated precision (AutoFJ's estimate, "
+             "no labels); score becomes each join's estimated probability")] = None,
     explain: Annotated[bool, typer.Option(help="print the score distribution and the chosen cut")] = False,
 ) -> None:
     """Fuzzy join: each RIGHT row gets its best LEFT row by embedding (+ string) similarity, with the score."""
@@ -389,7 +392,7 @@ def join(
             raise PearlError(f"--how {how!r}: inner or left")
         left_df, right_df = read_table(left), read_table(right)
         matches = best_matches(left_df, right_df, left_on, right_on, model, threshold, string_weight, candidates,
-                               calibration_quantile)
+                               calibration_quantile, precision_target)
         if explain:
             typer.echo(explain_scores(matches))
         if out is not None:

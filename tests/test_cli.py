@@ -102,6 +102,8 @@ def _verb_commands(folder, model, index) -> dict[str, list[str]]:
     ("join", ["--candidates", "0"], "--candidates 0: at least 1"),
     ("join", ["--string-weight", "2"], "--string-weight 2.0: a weight in [0, 1]"),
     ("join", ["--calibration-quantile", "2"], "--calibration-quantile 2.0: a quantile in [0, 1]"),
+    ("join", ["--precision-target", "0"], "--precision-target 0.0: a precision in (0, 1]"),
+    ("join", ["--precision-target", "0.9", "--threshold", "0.5"], "--precision-target chooses its own scoring"),
     ("join", ["--right-on", "nme"], "the right table has no column 'nme'"),
     ("join", ["--how", "outer"], "--how 'outer': inner or left"),
     ("embed", ["--out", "no-such-folder/v.npy"], "folder no-such-folder does not exist"),

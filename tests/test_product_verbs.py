@@ -195,6 +195,24 @@ def test_join_explain_prints_the_histogram_and_the_cut(tmp_path, out):
     assert pl.read_parquet(out / "joined.parquet")["city"].to_list() == cities[:6]
 
 
+def test_join_with_a_precision_target_chooses_its_scoring_and_explains_it(tmp_path, out):
+    left = ["apple inc", "microsoft corporation", "google llc", "amazon com inc", "john smith", "john smyth",
+            "mary jones", "apple inc"]
+    pl.DataFrame({"name": left, "id": [str(i) for i in range(1, 9)]}).write_csv(tmp_path / "left.csv")
+    right = ["Apple Inc.", "Microsoft Corp", "Google", "jon smith", "Mary Jones", None, "zzz qqq"]
+    pl.DataFrame({"name": right, "n": range(7)}).write_csv(tmp_path / "right.csv")
+    stdout = ok(invoke("join", tmp_path / "left.csv", tmp_path / "right.csv", "--left-on", "name", "--right-on", "name",
+                       "--model", "string", "--precision-target", "0.9", "--explain", "--how", "left",
+                       "--out", out / "joined.parquet"))
+    assert "cut 0.500 (each join's estimated probability of being right): 5 rows matched, 1 below, 1 blank" in stdout
+    assert "chosen for precision 0.9: " in stdout and "estimated precision 0.900, 4.5 true joins of 6 right names" in stdout
+    joined = pl.read_parquet(out / "joined.parquet")
+    # a name repeated on the left joins its first row; "jon smith" is as near "john smyth" as its match
+    assert joined.select("id", "score", "matched").rows() == [
+        ("1", 1.0, True), ("2", 1.0, True), ("3", 1.0, True), ("5", 0.5, True), ("7", 1.0, True),
+        (None, None, False), (None, 0.0, False)]
+
+
 def test_join_python_api_on_pandas_and_with_a_tiny_model(tiny_text_encoder):
     pd = pytest.importorskip("pandas")
     left = DICTIONARY.to_pandas()
@@ -440,6 +458,8 @@ def test_an_output_in_a_missing_folder_fails_before_any_work(verb, tables, own_i
     (("join", "--string-weight", "2"), "--string-weight 2.0: a weight in [0, 1]"),
     (("join", "--how", "outer"), "--how 'outer': inner or left"),
     (("join", "--candidates", "0"), "--candidates 0: at least 1"),
+    (("join", "--precision-target", "1.5"), "--precision-target 1.5: a precision in (0, 1]"),
+    (("join", "--precision-target", "0.9", "--string-weight", "0.2"), "leave out --threshold and --string-weight"),
     (("cluster", "--k", "0"), "--k 0: between 1 and the 4 distinct names"),
     (("cluster", "--threshold", "1.5"), "--threshold 1.5: a cosine score lies in [-1, 1]"),
     (("cluster", "--threshold", "-2"), "--threshold -2.0: a cosine score lies in [-1, 1]"),

@@ -3,6 +3,10 @@
 - Candidates: the `candidates` nearest left names of each right name (no all-pairs scoring).
 - Score: cosine, or with `string_weight` w > 0 the hybrid (1 − w) · cosine + w · rapidfuzz's
   normalised Indel similarity of the lower-cased, punctuation-stripped strings.
+- `precision_target` P instead: the join functions (the encoder's cosine, 3-gram and word
+  TF-IDF cosines, token_set_ratio, and mixes) and cuts chosen per pair of tables by AutoFJ's
+  label-free precision estimate (pearl.joining.select); `score` is then each join's estimated
+  probability of being right.
 - Cut: `threshold`, or when none is given, a cut calibrated on the left table itself. A
   reference table holds (almost) no duplicates, so the score of each left name with its
   nearest *other* left name shows how close two different entities come; the cut is the
@@ -25,7 +29,7 @@ import numpy as np
 import polars as pl
 
 from pearl.errors import PearlError
-from pearl.index.encoder import Encoder, load_encoder
+from pearl.index.encoder import STRING, Encoder, load_encoder
 from pearl.index.phrase_index import Index
 from pearl.log import get_logger
 from pearl.scores import at_least, check_score
@@ -44,7 +48,8 @@ class JoinScores:
     left_row: np.ndarray
     score: np.ndarray
     threshold: float
-    threshold_source: str  # "given", or how it was calibrated
+    threshold_source: str  # "given", or how it was calibrated or chosen
+    estimate: str = ""  # with a precision target: the configurations chosen and what they are estimated to give
 
 
 CALIBRATION_QUANTILE = 0.9
@@ -52,9 +57,15 @@ CALIBRATION_QUANTILE = 0.9
 
 def best_matches(left: pl.DataFrame, right: pl.DataFrame, left_on: str, right_on: str, encoder: Encoder | str,
                  threshold: float | None = None, string_weight: float = 0.0, candidates: int = 10,
-                 calibration_quantile: float = CALIBRATION_QUANTILE) -> JoinScores:
+                 calibration_quantile: float = CALIBRATION_QUANTILE, precision_target: float | None = None) -> JoinScores:
     """Each right row's best left row. `encoder` may be a model to load: it loads once the inputs pass their checks."""
     check_score(threshold, "--threshold")
+    if precision_target is not None:
+        if not 0.0 < precision_target <= 1.0:
+            raise PearlError(f"--precision-target {precision_target}: a precision in (0, 1]")
+        if threshold is not None or string_weight > 0:
+            raise PearlError("--precision-target chooses its own scoring and cut: leave out --threshold and "
+                             "--string-weight")
     if not 0.0 <= string_weight <= 1.0:
         raise PearlError(f"--string-weight {string_weight}: a weight in [0, 1]")
     if candidates < 1:
@@ -72,6 +83,8 @@ def best_matches(left: pl.DataFrame, right: pl.DataFrame, left_on: str, right_on
             raise PearlError(f"the {side} table's column {column!r} has no names: every cell is null or blank")
     if isinstance(encoder, str):
         encoder = load_encoder(encoder)
+    if precision_target is not None:
+        return _chosen(left_cells, right_cells, len(right), encoder, precision_target, candidates)
     index = Index.build(left_cells.texts, [str(r) for r in left_cells.rows], encoder=encoder, dedupe=True)
     scores, rows = index.search(right_cells.texts, candidates if string_weight > 0 else 1)
     if string_weight > 0:
@@ -86,6 +99,28 @@ def best_matches(left: pl.DataFrame, right: pl.DataFrame, left_on: str, right_on
         return JoinScores(left_row, score, threshold, "given")
     return JoinScores(left_row, score, left_neighbour_cut(index, string_weight, calibration_quantile),
                       f"the {calibration_quantile} quantile of the left names' scores with their nearest other left name")
+
+
+def _chosen(left_cells, right_cells, n_right: int, encoder: Encoder, precision_target: float,
+            candidates: int) -> JoinScores:
+    from pearl.joining.select import choose
+
+    first_row = dict(zip(reversed(left_cells.texts), reversed(left_cells.rows)))  # a repeated name: its first row
+    names = list(dict.fromkeys(left_cells.texts))
+    choice = choose(names, right_cells.texts, None if encoder.kind == STRING else encoder, precision_target, candidates)
+    joined = choice.left_row >= 0
+    left_row = np.full(n_right, -1, dtype=np.int64)
+    score = np.full(n_right, np.nan, dtype=np.float32)
+    right_rows = np.asarray(right_cells.rows)
+    left_row[right_rows[joined]] = [first_row[names[i]] for i in choice.left_row[joined]]
+    score[right_rows] = choice.confidence
+    configurations = " ∪ ".join(f"{function} ≥ {cut:.3f}" for function, cut in choice.configurations)
+    estimate = (f"chosen for precision {precision_target}: {configurations}; estimated precision "
+                f"{choice.estimated_precision:.3f}, {choice.estimated_true_positives:.1f} true joins of "
+                f"{len(right_cells.texts)} right names" + ("" if choice.reached_target else
+                                                         " (no configuration reaches the target: the most precise)"))
+    cut = float(choice.confidence[joined].min()) if joined.any() else 1.0
+    return JoinScores(left_row, score, cut, "each join's estimated probability of being right", estimate)
 
 
 def left_renamed(left_columns: list[str], right_columns: list[str]) -> dict[str, str]:
@@ -122,13 +157,14 @@ def left_neighbour_cut(index: Index, string_weight: float, quantile: float) -> f
 
 def join(left, right, left_on: str, right_on: str, model: str = "models/pearl", how: str = "inner",
          threshold: float | None = None, string_weight: float = 0.0, candidates: int = 10,
-         calibration_quantile: float = CALIBRATION_QUANTILE, *, encoder: Encoder | None = None):
+         calibration_quantile: float = CALIBRATION_QUANTILE, *, encoder: Encoder | None = None,
+         precision_target: float | None = None):
     """Join polars or pandas DataFrames; returns the right rows with their best left rows."""
     if how not in HOW:
         raise PearlError(f"--how {how!r}: inner or left")
     left_pl, right_pl = as_polars(left), as_polars(right)
     matches = best_matches(left_pl, right_pl, left_on, right_on, encoder or model, threshold, string_weight,
-                           candidates, calibration_quantile)
+                           candidates, calibration_quantile, precision_target)
     return like_input(assemble(left_pl, right_pl, matches, how), right)
 
 
@@ -160,4 +196,6 @@ def explain(matches: JoinScores, bins: int = 20) -> str:
     above = int(at_least(scores, matches.threshold).sum())
     lines.append(f"cut {matches.threshold:.3f} ({matches.threshold_source}): "
                  f"{above} rows matched, {len(scores) - above} below, {len(matches.score) - len(scores)} blank")
+    if matches.estimate:
+        lines.append(matches.estimate)
     return "\n".join(lines)

@@ -6,7 +6,8 @@ For each encoder (default: the trained export, its untuned backbone and `string`
   table's own nearest neighbours;
 - "chosen for P": AutoFJ's union of configurations, chosen by its label-free precision estimate
   for `--precision-target` (`pearl.joining.select`): join functions (cosine, 3-gram and word
-  TF-IDF cosines, rapidfuzz's token_set_ratio, and mixes of the cosine with each) at their cuts.
+  TF-IDF cosines, rapidfuzz's token_set_ratio and Indel similarity, and mixes of the cosine with each)
+  at their cuts.
 Against gt.csv:
 - precision = correct joined / joined, recall = correct joined / right rows with a true match,
   F1, at the chosen cut (the AutoFJ paper's definitions);

@@ -4,7 +4,7 @@
 - Score: cosine, or with `string_weight` w > 0 the hybrid (1 − w) · cosine + w · rapidfuzz's
   normalised Indel similarity of the lower-cased, punctuation-stripped strings.
 - `precision_target` P instead: the join functions (the encoder's cosine, 3-gram and word
-  TF-IDF cosines, token_set_ratio, and mixes) and cuts chosen per pair of tables by AutoFJ's
+  TF-IDF cosines, token_set_ratio, Indel similarity, and mixes) and cuts chosen per pair of tables by AutoFJ's
   label-free precision estimate (pearl.joining.select); `score` is then each join's estimated
   probability of being right.
 - Cut: `threshold`, or when none is given, a cut calibrated on the left table itself. A

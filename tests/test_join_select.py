@@ -26,10 +26,16 @@ def test_a_higher_target_joins_fewer_names():
     assert (strict.confidence[strict.left_row < 0] == 0).all()
 
 
-def test_no_configuration_at_the_target_gives_the_most_precise_one():
+def test_no_configuration_at_the_target_joins_nothing():
     twins = ["john smith", "john smyth", "jon smith", "johnny smith"]  # every left name is near another
-    choice = choose(twins, ["jonn smith"], None, precision_target=1.0)
-    assert not choice.reached_target and len(choice.configurations) == 1 and choice.estimated_precision == 0.5
+    choice = choose(twins, ["jonn smith", "zzz"], None, precision_target=1.0)
+    assert not choice.reached_target and choice.configurations == [] and choice.estimated_precision == 0.5
+    assert (choice.left_row == -1).all() and (choice.confidence == 0).all()
+
+
+def test_a_name_that_shares_nothing_is_never_joined():
+    choice = choose(["acme"], ["acme", "ACME corp", "x"], None, precision_target=0.9)
+    assert choice.left_row.tolist() == [0, 0, -1]
 
 
 def test_the_encoder_cosine_joins_the_choice(tiny_text_encoder):

@@ -3,10 +3,10 @@
 - Candidates: the `candidates` nearest left names of each right name (no all-pairs scoring).
 - Score: cosine, or with `string_weight` w > 0 the hybrid (1 − w) · cosine + w · rapidfuzz's
   normalised Indel similarity of the lower-cased, punctuation-stripped strings.
-- `precision_target` P instead: the join functions (the encoder's cosine, 3-gram and word
-  TF-IDF cosines, token_set_ratio, Indel similarity, and mixes) and cuts chosen per pair of tables by AutoFJ's
-  label-free precision estimate (pearl.joining.select); `score` is then each join's estimated
-  probability of being right.
+- `precision_target` P instead: join functions (the encoder's cosine, 3-gram and word TF-IDF
+  cosines, token_set_ratio, Indel similarity, and mixes) and their cuts, chosen per pair of
+  tables by AutoFJ's label-free precision estimate (pearl.joining.select); `score` is then each
+  join's estimated probability of being right.
 - Cut: `threshold`, or when none is given, a cut calibrated on the left table itself. A
   reference table holds (almost) no duplicates, so the score of each left name with its
   nearest *other* left name shows how close two different entities come; the cut is the
@@ -117,8 +117,9 @@ def _chosen(left_cells, right_cells, n_right: int, encoder: Encoder, precision_t
     configurations = " ∪ ".join(f"{function} ≥ {cut:.3f}" for function, cut in choice.configurations)
     estimate = (f"chosen for precision {precision_target}: {configurations}; estimated precision "
                 f"{choice.estimated_precision:.3f}, {choice.estimated_true_positives:.1f} true joins of "
-                f"{len(right_cells.texts)} right names" + ("" if choice.reached_target else
-                                                         " (no configuration reaches the target: the most precise)"))
+                f"{len(right_cells.texts)} right names" if choice.reached_target else
+                f"no join function reaches precision {precision_target} by AutoFJ's estimate (the best reaches "
+                f"{choice.estimated_precision:.3f}): nothing joined; lower --precision-target or give --threshold")
     cut = float(choice.confidence[joined].min()) if joined.any() else 1.0
     return JoinScores(left_row, score, cut, "each join's estimated probability of being right", estimate)
 

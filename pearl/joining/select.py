@@ -115,8 +115,8 @@ def _row_dots(matrix, a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def choose(left: list[str], right: list[str], encoder: EmbeddingEncoder | None, precision_target: float = 0.9,
            candidates: int = 10) -> Choice:
     """AutoFJ's union of configurations for `precision_target`. `encoder` None: the string signals alone.
-    Where no configuration reaches the target alone, the one of the highest estimated precision
-    (`reached_target` False)."""
+    Where no configuration reaches the target, nothing is joined (`reached_target` False), and
+    `estimated_precision` is the highest that one reaches."""
     configurations = _configurations(left, right, encoder, candidates)
     left_row, precision = np.full(len(right), -1), np.zeros(len(right))
     joined, chosen = np.zeros(len(right), dtype=bool), []
@@ -133,13 +133,10 @@ def choose(left: list[str], right: list[str], encoder: EmbeddingEncoder | None, 
         left_row[new], precision[new] = best.left_row[new], best.precision[new]
         joined |= new
         chosen.append((best.function, float(best.threshold)))
-    if not chosen:  # the most precise configuration, though below the target
-        best = max(configurations, key=lambda c: (c.precision[c.joined].mean() if c.joined.any() else 0.0, c.threshold))
-        left_row, precision, joined = np.where(best.joined, best.left_row, -1), best.precision, best.joined
-        chosen.append((best.function, float(best.threshold)))
-    estimated = float(precision[joined].mean()) if joined.any() else 1.0
-    return Choice(chosen, estimated, float(precision.sum()), left_row, precision,
-                  bool(joined.any()) and estimated >= precision_target)
+    if not chosen:
+        best = max((float(c.precision[c.joined].mean()) for c in configurations if c.joined.any()), default=0.0)
+        return Choice([], best, 0.0, left_row, precision, False)
+    return Choice(chosen, float(precision[joined].mean()), float(precision.sum()), left_row, precision, True)
 
 
 def _configurations(left: list[str], right: list[str], encoder: EmbeddingEncoder | None,
@@ -159,6 +156,8 @@ def _configurations(left: list[str], right: list[str], encoder: EmbeddingEncoder
         # the candidate neighbours' scores of each right name's left name
         neighbours = _neighbour_scores(ll_a, sum(w * ll[s] for s, w in weights.items()), n_left)[left_row]
         for threshold in np.unique(np.quantile(score, np.linspace(0, 1, THRESHOLDS))):
+            if threshold <= 0:  # a pair that shares nothing is never a join
+                continue
             joined = score >= threshold
             # another left name within twice the join's distance of its left name: 1 − s' ≤ 2 (1 − t)
             close = (neighbours >= 1 - 2 * (1 - threshold)).sum(axis=1)

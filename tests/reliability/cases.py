@@ -237,6 +237,15 @@ CASES = [
     Case("a product verb's table not UTF-8", ("cluster", "inputs/names.csv", "--column", "name", "--model", "string",
                                              "--threshold", "0.5", "--out", "clusters.csv"),
          "names.csv: line 3 is not UTF-8", write("inputs/names.csv", b"name\nParis\ncaf\xe9\n")),
+    # issue 40: pearl join --precision-target, checked before either table is embedded
+    Case("pearl join with a precision target outside (0, 1]",
+         ("join", "inputs/names.csv", "inputs/names.csv", "--left-on", "name", "--right-on", "name",
+          "--precision-target", "1.5", "--out", "joined.csv"),
+         "--precision-target 1.5: a precision in (0, 1]", write("inputs/names.csv", "name\nParis\nParis France\n")),
+    Case("pearl join with a precision target and a fixed cut",
+         ("join", "inputs/names.csv", "inputs/names.csv", "--left-on", "name", "--right-on", "name",
+          "--precision-target", "0.9", "--threshold", "0.5", "--out", "joined.csv"),
+         "leave out --threshold and --string-weight", write("inputs/names.csv", "name\nParis\nParis France\n")),
     # the file system
     Case("output folder not writable (parse)", ("parse",), "could not be written (Permission denied)",
          unwritable("data/phrases")),

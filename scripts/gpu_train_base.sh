@@ -64,8 +64,8 @@ bench() {  # NAME MODEL THREADS SUITE
 saver=$!
 
 # The peers need no training: they run beside it, at a lower CPU priority than the trained seeds' chain.
-# PEARL_GPU_PEERS="" leaves them out: their scores repeat from run to run (the probes train on the CPU, and five
-# benches at once kept 16 cores busy for minutes: metrics/gpu/pearl-base-spelling-h100).
+# PEARL_GPU_PEERS="" leaves them out: their scores repeat from run to run, and with three seeds (six exports with
+# PEARL_GPU_ALSO_SPELLING) the benches, not training, fill the call (metrics/gpu/pearl-base-spelling-3seeds-h100).
 benched=()
 for peer in ${PEARL_GPU_PEERS-all-mpnet-base-v2 all-MiniLM-L6-v2}; do
   ( renice -n 10 $BASHPID > /dev/null; bench $peer "$models/$peer" 3 test; bench $peer "$models/$peer" 3 tune ) &

@@ -12,8 +12,8 @@ Against gt.csv:
 - precision = correct joined / joined, recall = correct joined / right rows with a true match,
   F1, at the chosen cut (the AutoFJ paper's definitions);
 - recall at AutoFJ's precision: the most right rows, taken by falling score (for "chosen for P",
-  the estimated probability of each join), whose precision is at least what `autofj.AutoFJ`
-  reached on that dataset;
+  the estimated probability of each join, as `pearl join --precision-target` writes it), whose
+  precision is at least what `autofj.AutoFJ` reached on that dataset;
 - seconds per dataset, encoding included.
 `AutoFJ(precision_target=0.9)` runs, in its own environment (bash benchmarks/setup_autofj_env.sh),
 on the datasets in name order until `--autofj-budget` seconds of new runs are spent. Its outputs
@@ -41,7 +41,7 @@ import numpy as np
 import polars as pl
 
 from pearl.bench import data
-from pearl.index.encoder import STRING, load_encoder
+from pearl.index.encoder import load_encoder
 from pearl.joining.join import best_matches
 from pearl.log import configure_logging
 
@@ -55,16 +55,17 @@ def titles(table) -> pl.DataFrame:
                         schema={"title": pl.String})
 
 
-def scores_for(name: str, encoder) -> tuple[np.ndarray, np.ndarray, float, dict[int, int], int]:
-    """Per right row: its predicted left id (-1: none), score, the chosen cut, truth, right rows."""
+def scores_for(name: str, encoder, precision_target: float | None = None) -> tuple[np.ndarray, np.ndarray, float,
+                                                                                  dict[int, int], str]:
+    """`pearl join`'s scores on one dataset (its default cut, or chosen for `precision_target`): per right row
+    its predicted left id (-1: none) and score, the cut, truth, and how the cut was set."""
     from autofj.datasets import load_data
 
     left, right, gt = load_data(name)
-    left_pl, right_pl = titles(left), titles(right)
-    matches = best_matches(left_pl, right_pl, "title", "title", encoder)
+    matches = best_matches(titles(left), titles(right), "title", "title", encoder, precision_target=precision_target)
     left_ids = left["id"].to_numpy()
     predicted = np.where(matches.left_row >= 0, left_ids[np.maximum(matches.left_row, 0)], -1)
-    return predicted, matches.score, matches.threshold, truth(gt), len(right)
+    return predicted, matches.score, matches.threshold, truth(gt), matches.estimate or matches.threshold_source
 
 
 def prf(predicted: np.ndarray, right_ids: np.ndarray, gold: dict[int, int], keep: np.ndarray) -> tuple[float, float, float]:
@@ -111,26 +112,6 @@ def run_autofj(name: str, python: Path, target: float, cache: Path, budget_left:
     return {"precision": precision, "recall": recall, "f1": f1, "seconds": result["seconds"], "fresh": fresh}
 
 
-def chosen_for(name: str, encoder, target: float) -> tuple[np.ndarray, np.ndarray, float, dict[int, int], str]:
-    """`pearl.joining.select.choose` on one dataset: per right row its predicted left id (-1: none) and the
-    estimated probability that it is right (NaN: not joined), a cut of 0, truth, and the configurations."""
-    from autofj.datasets import load_data
-
-    from pearl.joining.select import choose
-
-    left, right, gt = load_data(name)
-    left_titles, right_titles = titles(left)["title"].to_list(), titles(right)["title"].to_list()
-    left_kept = [i for i, t in enumerate(left_titles) if t and t.strip()]
-    right_kept = [i for i, t in enumerate(right_titles) if t and t.strip()]
-    choice = choose([left_titles[i] for i in left_kept], [right_titles[i] for i in right_kept],
-                    None if encoder.kind == STRING else encoder, target)
-    joined = choice.left_row >= 0
-    predicted, score = np.full(len(right), -1), np.full(len(right), np.nan)
-    predicted[np.asarray(right_kept)[joined]] = left["id"].to_numpy()[np.asarray(left_kept)[choice.left_row[joined]]]
-    score[np.asarray(right_kept)[joined]] = choice.confidence[joined]
-    return predicted, score, 0.0, truth(gt), " ∪ ".join(f"{f} ≥ {t:.3f}" for f, t in choice.configurations)
-
-
 SPLITS = {"first 25 by name (design)": slice(0, 25), "held-out 25": slice(25, 50), "all 50": slice(0, 50)}
 
 
@@ -170,11 +151,8 @@ def main() -> None:
             system = f"{model}, {how}"
             for name in names:
                 start = time.perf_counter()
-                if how == "default cut":
-                    predicted, score, cut, gold, _ = scores_for(name, encoder)
-                    function = "cosine"
-                else:
-                    predicted, score, cut, gold, function = chosen_for(name, encoder, args.precision_target)
+                predicted, score, cut, gold, function = scores_for(
+                    name, encoder, None if how == "default cut" else args.precision_target)
                 seconds = time.perf_counter() - start
                 keep = ~np.isnan(score) & (score >= cut)
                 p, r, f = prf(predicted, right_ids[name], gold, keep)

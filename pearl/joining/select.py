@@ -122,10 +122,11 @@ def choose(left: list[str], right: list[str], encoder: EmbeddingEncoder | None, 
     joined, chosen = np.zeros(len(right), dtype=bool), []
     while True:
         best, best_gain = None, 0.0
+        true_positives, count = precision.sum(), joined.sum()  # the union's so far
         for c in configurations:
             new = c.joined & ~joined
             gain = float(c.precision[new].sum())
-            if gain > best_gain and precision.sum() + gain >= precision_target * (joined.sum() + new.sum()):
+            if gain > best_gain and true_positives + gain >= precision_target * (count + new.sum()):
                 best, best_gain = c, gain
         if best is None:
             break

@@ -370,16 +370,19 @@ def join(
     model: ModelOption = "models/pearl",
     how: Annotated[str, typer.Option(help="inner: matched right rows only; left: every right row")] = "inner",
     threshold: Annotated[float | None, typer.Option(
-        help="the score cut; default: a quantile of the left names' scores with their nearest other left name")] = None,
-    calibration_quantile: Annotated[float, typer.Option(help="that quantile, without --threshold")] = 0.9,
-    string_weight: Annotated[float, typer.Option(help="weight of rapidfuzz string similarity in the score")] = 0.0,
+        help="a fixed cut on the cosine (+ string) score, instead of the cut chosen for --precision-target")] = None,
+    calibration_quantile: Annotated[float | None, typer.Option(
+        help="instead, the cut at this quantile of the left names' scores with their nearest other left name "
+             "(0.9 with --string-weight alone)")] = None,
+    string_weight: Annotated[float, typer.Option(help="weight of rapidfuzz string similarity in a fixed score")] = 0.0,
     candidates: Annotated[int, typer.Option(help="left candidates per right row, from the index")] = 10,
     precision_target: Annotated[float | None, typer.Option(
-        help="choose the scoring and cut per pair of tables for this estimated precision (AutoFJ's estimate, "
-             "no labels); score becomes each join's estimated probability")] = None,
+        help="choose the scoring and cut per pair of tables for this estimated precision (AutoFJ's estimate, no "
+             "labels); score becomes each join's estimated probability [default: 0.9 unless --threshold, "
+             "--calibration-quantile or --string-weight is given]")] = None,
     explain: Annotated[bool, typer.Option(help="print the score distribution and the chosen cut")] = False,
 ) -> None:
-    """Fuzzy join: each RIGHT row gets its best LEFT row by embedding (+ string) similarity, with the score."""
+    """Fuzzy join: each RIGHT row gets its best LEFT row, by join functions and a cut chosen for precision 0.9."""
     from pearl.joining.join import HOW, assemble, best_matches, explain as explain_scores
     from pearl.tables import check_output, read_table, write_table
 
@@ -444,7 +447,7 @@ def types(
             check_output(out)
         phrases = [reject_lone_surrogate(text, f"phrase {number}") for number, text in enumerate(texts or [], start=1)]
         if input_file is not None:
-            phrases += text_column(read_table(input_file), column, str(input_file)).texts
+            phrases += text_column(read_table(input_file), column, str(input_file), numbers=True).texts  # '1968' is a DATE
         if not phrases:
             raise PearlError("no phrases: give them as arguments or --input FILE")
         result = predict_types(model, phrases)

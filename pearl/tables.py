@@ -84,7 +84,9 @@ class TextColumn:
     blank: int  # null, empty or whitespace-only cells
 
 
-def text_column(df: pl.DataFrame, column: str, where: str) -> TextColumn:
+def text_column(df: pl.DataFrame, column: str, where: str, numbers: bool = False) -> TextColumn:
+    """The column's names. Unless `numbers`, a column that holds only numbers is refused: it is the wrong column
+    (ids, quantities), and its digits would embed and match as if they were names."""
     require_column(df, column, where)
     values = df.get_column(column).cast(pl.String, strict=False).to_list()
     texts, rows = [], []
@@ -92,6 +94,9 @@ def text_column(df: pl.DataFrame, column: str, where: str) -> TextColumn:
         if value is not None and value.strip():
             texts.append(value)
             rows.append(row)
+    if texts and not numbers and pl.Series(texts).str.strip_chars().cast(pl.Float64, strict=False).null_count() == 0:
+        raise PearlError(f"{where}'s column {column!r} holds only numbers ({texts[0].strip()!r}, …), not names: "
+                         "give the column of names")
     return TextColumn(texts, rows, len(values) - len(texts))
 
 

@@ -18,6 +18,7 @@ from pearl.errors import PearlError
 from pearl.index.encoder import StringEncoder
 from pearl.index.phrase_index import MANIFEST, Index
 from pearl.linking.link import SCHEMA as LINK_SCHEMA
+from pearl.tables import text_column
 from tests.test_export import export, tiny_model  # noqa: F401  (fixtures: a tiny PEARL export with a type head)
 
 runner = CliRunner()
@@ -173,14 +174,14 @@ def test_join_explain_prints_the_histogram_and_the_cut(tmp_path, out):
     noise = ["qqq", "xyz zyx", "kkkk", "jjj jjj", "wwvv", "fff ggg"]
     pl.DataFrame({"place": [c.upper() for c in cities[:6]] + noise + [None]}).write_csv(tmp_path / "right.csv")
     base = ("join", tmp_path / "left.csv", tmp_path / "right.csv", "--left-on", "city", "--right-on", "place",
-            "--model", "string", "--explain")
+            "--model", "string", "--explain", "--calibration-quantile", "0.9")
     stdout = ok(invoke(*base))
     lines = stdout.splitlines()
     assert lines[0].startswith("best score per right row: n=12, min 0.000")
     bins = [line for line in lines if line.startswith("  [")]
     assert len(bins) == 20 and sum(int(line.split(")")[1].split()[0]) for line in bins) == 12
     assert sum("← cut" in line for line in bins) == 1
-    # no --threshold: the 0.9 quantile of each left name's Jaccard with its nearest other left name
+    # the 0.9 quantile of each left name's Jaccard with its nearest other left name
     cut = np.quantile([max(_jaccard(a, b) for b in cities if b != a) for a in cities], 0.9)
     assert 0 < cut < 1 and lines[-1].startswith(f"cut {cut:.3f} (")
     assert lines[-1].endswith("): 6 rows matched, 6 below, 1 blank")
@@ -201,12 +202,15 @@ def test_join_with_a_precision_target_chooses_its_scoring_and_explains_it(tmp_pa
     pl.DataFrame({"name": left, "id": [str(i) for i in range(1, 9)]}).write_csv(tmp_path / "left.csv")
     right = ["Apple Inc.", "Microsoft Corp", "Google", "jon smith", "Mary Jones", None, "zzz qqq"]
     pl.DataFrame({"name": right, "n": range(7)}).write_csv(tmp_path / "right.csv")
-    stdout = ok(invoke("join", tmp_path / "left.csv", tmp_path / "right.csv", "--left-on", "name", "--right-on", "name",
-                       "--model", "string", "--precision-target", "0.9", "--explain", "--how", "left",
-                       "--out", out / "joined.parquet"))
+    base = ("join", tmp_path / "left.csv", tmp_path / "right.csv", "--left-on", "name", "--right-on", "name",
+            "--model", "string", "--explain", "--how", "left")
+    stdout = ok(invoke(*base, "--precision-target", "0.9", "--out", out / "joined.parquet"))
     assert "cut 0.500 (each join's estimated probability of being right): 5 rows matched, 1 below, 1 blank" in stdout
-    assert "chosen for precision 0.9: " in stdout and "estimated precision 0.900, 4.5 true joins of 6 right names" in stdout
+    assert "chosen for precision 0.9: " in stdout
+    assert "estimated precision 0.900 and recall 0.750 (4.5 true joins of 6 right names)" in stdout
+    assert ok(invoke(*base, "--out", out / "default.parquet")) == stdout.replace("joined.parquet", "default.parquet")
     joined = pl.read_parquet(out / "joined.parquet")
+    assert pl.read_parquet(out / "default.parquet").equals(joined)  # precision 0.9 is the default
     # a name repeated on the left joins its first row; "jon smith" is as near "john smyth" as its match
     assert joined.select("id", "score", "matched").rows() == [
         ("1", 1.0, True), ("2", 1.0, True), ("3", 1.0, True), ("5", 0.5, True), ("7", 1.0, True),
@@ -263,6 +267,18 @@ def test_join_refuses_a_left_column_whose_suffixed_name_is_taken_before_loading_
         pearl.join(left, right.drop("name_left"), "name", "name", model=str(tmp_path / "no-such-model"))
     assert "would become 'name_left', which the right table has" in join_error(DICTIONARY, right, "name", "name",
                                                                               tmp_path, out)
+
+
+def test_join_refuses_a_column_of_numbers_before_loading_the_model(tmp_path, out):
+    names = pl.DataFrame({"name": ["Paris", "Rome"], "qty": ["3", " 1.5"]})
+    for left, right in ((names, names.select(name="qty")), (names.with_columns(name=pl.col("qty")), names)):
+        side = "left" if left["name"].to_list() == ["3", " 1.5"] else "right"
+        error = join_error(left, right, "name", "name", tmp_path, out)
+        assert f"the {side} table's column 'name' holds only numbers ('3', …), not names" in error
+    with pytest.raises(PearlError, match="the left table's column 'n' holds only numbers"):  # a typed column too
+        pearl.join(pl.DataFrame({"n": [1, 2]}), names, "n", "name", model=str(tmp_path / "no-such-model"))
+    # `types` reads numbers as phrases: "1968" is a DATE
+    assert text_column(pl.DataFrame({"t": ["1968", "7"]}), "t", "t", numbers=True).texts == ["1968", "7"]
 
 
 # ---- cluster --------------------------------------------------------------------------------
@@ -459,7 +475,7 @@ def test_an_output_in_a_missing_folder_fails_before_any_work(verb, tables, own_i
     (("join", "--how", "outer"), "--how 'outer': inner or left"),
     (("join", "--candidates", "0"), "--candidates 0: at least 1"),
     (("join", "--precision-target", "1.5"), "--precision-target 1.5: a precision in (0, 1]"),
-    (("join", "--precision-target", "0.9", "--string-weight", "0.2"), "leave out --threshold and --string-weight"),
+    (("join", "--precision-target", "0.9", "--string-weight", "0.2"), "leave out --threshold, --calibration-quantile and --string-weight"),
     (("cluster", "--k", "0"), "--k 0: between 1 and the 4 distinct names"),
     (("cluster", "--threshold", "1.5"), "--threshold 1.5: a cosine score lies in [-1, 1]"),
     (("cluster", "--threshold", "-2"), "--threshold -2.0: a cosine score lies in [-1, 1]"),

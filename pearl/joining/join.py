@@ -3,11 +3,14 @@
 - Candidates: the `candidates` nearest left names of each right name (no all-pairs scoring).
 - Score: cosine, or with `string_weight` w > 0 the hybrid (1 − w) · cosine + w · rapidfuzz's
   normalised Indel similarity of the lower-cased, punctuation-stripped strings.
-- `precision_target` P instead: join functions (the encoder's cosine, 3-gram and word TF-IDF
-  cosines, token_set_ratio, Indel similarity, and mixes) and their cuts, chosen per pair of
-  tables by AutoFJ's label-free precision estimate (pearl.joining.select); `score` is then each
-  join's estimated probability of being right.
-- Cut: `threshold`, or when none is given, a cut calibrated on the left table itself. A
+- By default, `precision_target` P (0.9, AutoFJ's own): join functions (the encoder's cosine,
+  3-gram and word TF-IDF cosines, token_set_ratio, Indel similarity, and mixes) and their cuts,
+  chosen per pair of tables by AutoFJ's label-free precision estimate (pearl.joining.select);
+  `score` is then each join's estimated probability of being right. On the 50 AutoFJ datasets it
+  recalls far more than the calibrated cut below at about the same precision (the README's
+  join table, from benchmarks/join_autofj.py).
+- Fixed scoring instead, when `threshold`, `calibration_quantile` or `string_weight` is given:
+  the cut is `threshold`, or else one calibrated on the left table itself. A
   reference table holds (almost) no duplicates, so the score of each left name with its
   nearest *other* left name shows how close two different entities come; the cut is the
   `calibration_quantile` (0.9) quantile of those scores, as AutoFJ uses the left table as
@@ -53,19 +56,26 @@ class JoinScores:
 
 
 CALIBRATION_QUANTILE = 0.9
+PRECISION_TARGET = 0.9
 
 
 def best_matches(left: pl.DataFrame, right: pl.DataFrame, left_on: str, right_on: str, encoder: Encoder | str,
                  threshold: float | None = None, string_weight: float = 0.0, candidates: int = 10,
-                 calibration_quantile: float = CALIBRATION_QUANTILE, precision_target: float | None = None) -> JoinScores:
-    """Each right row's best left row. `encoder` may be a model to load: it loads once the inputs pass their checks."""
+                 calibration_quantile: float | None = None, precision_target: float | None = None) -> JoinScores:
+    """Each right row's best left row, chosen for `precision_target` (default PRECISION_TARGET) unless a fixed
+    scoring is asked for. `encoder` may be a model to load: it loads once the inputs pass their checks."""
     check_score(threshold, "--threshold")
+    fixed = threshold is not None or calibration_quantile is not None or string_weight > 0
     if precision_target is not None:
         if not 0.0 < precision_target <= 1.0:
             raise PearlError(f"--precision-target {precision_target}: a precision in (0, 1]")
-        if threshold is not None or string_weight > 0:
-            raise PearlError("--precision-target chooses its own scoring and cut: leave out --threshold and "
-                             "--string-weight")
+        if fixed:
+            raise PearlError("--precision-target chooses its own scoring and cut: leave out --threshold, "
+                             "--calibration-quantile and --string-weight")
+    elif not fixed:
+        precision_target = PRECISION_TARGET
+    if calibration_quantile is None:
+        calibration_quantile = CALIBRATION_QUANTILE
     if not 0.0 <= string_weight <= 1.0:
         raise PearlError(f"--string-weight {string_weight}: a weight in [0, 1]")
     if candidates < 1:
@@ -115,9 +125,11 @@ def _chosen(left_cells, right_cells, n_right: int, encoder: Encoder, precision_t
     left_row[right_rows[joined]] = [first_row[names[i]] for i in choice.left_row[joined]]
     score[right_rows] = choice.confidence
     configurations = " ∪ ".join(f"{function} ≥ {cut:.3f}" for function, cut in choice.configurations)
+    n = len(right_cells.texts)
+    # AutoFJ's recall estimate: a right name without a match on the left counts as missed
     estimate = (f"chosen for precision {precision_target}: {configurations}; estimated precision "
-                f"{choice.estimated_precision:.3f}, {choice.estimated_true_positives:.1f} true joins of "
-                f"{len(right_cells.texts)} right names" if choice.reached_target else
+                f"{choice.estimated_precision:.3f} and recall {choice.estimated_true_positives / n:.3f} "
+                f"({choice.estimated_true_positives:.1f} true joins of {n} right names)" if choice.reached_target else
                 f"no join function reaches precision {precision_target} by AutoFJ's estimate (the best reaches "
                 f"{choice.estimated_precision:.3f}): nothing joined; lower --precision-target or give --threshold")
     cut = float(choice.confidence[joined].min()) if joined.any() else 1.0
@@ -158,9 +170,11 @@ def left_neighbour_cut(index: Index, string_weight: float, quantile: float) -> f
 
 def join(left, right, left_on: str, right_on: str, model: str = "models/pearl", how: str = "inner",
          threshold: float | None = None, string_weight: float = 0.0, candidates: int = 10,
-         calibration_quantile: float = CALIBRATION_QUANTILE, *, encoder: Encoder | None = None,
+         calibration_quantile: float | None = None, *, encoder: Encoder | None = None,
          precision_target: float | None = None):
-    """Join polars or pandas DataFrames; returns the right rows with their best left rows."""
+    """Join polars or pandas DataFrames; returns the right rows with their best left rows. By default the scoring
+    and cut are chosen for precision 0.9 (`precision_target`); `threshold`, `calibration_quantile` or
+    `string_weight` asks for a fixed scoring instead."""
     if how not in HOW:
         raise PearlError(f"--how {how!r}: inner or left")
     left_pl, right_pl = as_polars(left), as_polars(right)

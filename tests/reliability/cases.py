@@ -245,7 +245,12 @@ CASES = [
     Case("pearl join with a precision target and a fixed cut",
          ("join", "inputs/names.csv", "inputs/names.csv", "--left-on", "name", "--right-on", "name",
           "--precision-target", "0.9", "--threshold", "0.5", "--out", "joined.csv"),
-         "leave out --threshold and --string-weight", write("inputs/names.csv", "name\nParis\nParis France\n")),
+         "leave out --threshold, --calibration-quantile and --string-weight", write("inputs/names.csv", "name\nParis\nParis France\n")),
+    Case("pearl join on a column of numbers",
+         ("join", "inputs/names.csv", "inputs/names.csv", "--left-on", "qty", "--right-on", "name",
+          "--out", "joined.csv"),
+         "the left table's column 'qty' holds only numbers ('3', …), not names",
+         write("inputs/names.csv", "name,qty\nParis,3\nRome,12\n")),
     # the file system
     Case("output folder not writable (parse)", ("parse",), "could not be written (Permission denied)",
          unwritable("data/phrases")),

@@ -19,15 +19,18 @@ from tests.reliability.test_serve_requests import BAD_REQUESTS
 # (what is tried, the command, what happens, the test that checks it)
 SCENARIOS = [
     *((f"{'SIGTERM' if stop == signal.SIGTERM else 'kill -9'} during `{stage}`", f"`dvc repro -f {stage}`, stopped after "
-       f"“{marker}” + {delay} s, then `dvc repro {stage}`, then `dvc repro -f {stage}` "
-       "(forced, so that the stage really runs again)",
+       f"“{marker}” + {delay} s, then `dvc repro {stage}`"
+       + (f", then `dvc repro -f {stage}` (forced, so that the stage really runs again)" if forced else ""),
        "exit ≠ 0" + (", `error: stopped by SIGTERM…`, no temp file left" if stop == signal.SIGTERM else "")
-       + "; `dvc repro` completes with the same outputs (dvc.lock hashes); the forced re-run removes what the "
-         "stopped run left (staging folders, half-written checkpoints) and gives byte-identical outputs",
+       + "; `dvc repro` completes with the same outputs (dvc.lock hashes)"
+       + ("; the forced re-run " + ("resumes from the stopped run's checkpoint where it saved one, removes a half-written one" if resumes else
+                                    "removes what the stopped run left (staging folders)")
+          + " and gives byte-identical outputs" if forced else ""),
        "test_interrupts.py::test_a_stopped_stage_leaves_no_partial_output_and_reruns_to_the_same_bytes")
-      for stage, (_, marker, delay) in STAGES.items() for stop in (signal.SIGTERM, signal.SIGKILL)),
-    ("the front half and a benchmark of its model run twice", "`dvc repro -f average`, then `dvc repro -f "
-     "bench@conll2003`, over a finished run",
+      for stage, (_, marker, delay, resumes) in STAGES.items() for stop in (signal.SIGTERM, signal.SIGKILL)
+      for forced in [stop == signal.SIGKILL or resumes]),
+    ("the front half and a benchmark of its model run twice", "`dvc repro -f --single-item` of each front-half "
+     "stage that no case above re-runs from scratch, then `dvc repro -f bench@conll2003`, over a finished run",
      "every Parquet, meta and model file byte-identical; every metrics file (JSON, `train_log.csv`) identical apart "
      "from timing fields",
      "test_interrupts.py::test_dvc_repro_twice_gives_the_same_bytes"),

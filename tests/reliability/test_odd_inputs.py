@@ -138,7 +138,8 @@ def test_every_pearl_command_stays_offline(project, tmp_path):
         ("embed", "New York"), ("index", "build", "--input", "names.csv", "--column", "name", "--out", "idx"),
         ("index", "add", "--index", "idx", "--input", "more.csv", "--column", "name"),
         ("link", "--index", "idx", "--input", "mentions.csv", "--column", "mention", "--out", "links.csv"),
-        ("join", "names.csv", "mentions.csv", "--left-on", "name", "--right-on", "mention", "--out", "joined.csv"),
+        ("join", "names.csv", "mentions.csv", "--left-on", "name", "--right-on", "mention", "--how", "left",
+         "--out", "joined.csv"),
         ("cluster", "names.csv", "--column", "name", "--k", "2", "--out", "clusters.csv"),
         ("types", "--input", "names.csv", "--column", "name", "--out", "types.csv"),
     ]

@@ -1,13 +1,13 @@
 """Fuzzy-join quality of `pearl join` on the 50 AutoFJ datasets, beside the `autofj` package.
 
-For each encoder (default: the trained export, its untuned backbone and `string`), two joins:
-- "default cut": every right title gets its best left title by cosine
-  (`pearl.joining.join.best_matches`, no all-pairs scoring) and the cut calibrated on the left
-  table's own nearest neighbours;
-- "chosen for P": AutoFJ's union of configurations, chosen by its label-free precision estimate
-  for `--precision-target` (`pearl.joining.select`): join functions (cosine, 3-gram and word
-  TF-IDF cosines, rapidfuzz's token_set_ratio and Indel similarity, and mixes of the cosine with each)
-  at their cuts.
+For each encoder (default: the trained export, its untuned backbone and `string`), two joins
+through `pearl.joining.join.best_matches` (no all-pairs scoring):
+- "chosen for P", `pearl join`'s default: AutoFJ's union of configurations, chosen by its
+  label-free precision estimate for `--precision-target` (`pearl.joining.select`): join functions
+  (cosine, 3-gram and word TF-IDF cosines, rapidfuzz's token_set_ratio and Indel similarity, and
+  mixes of the cosine with each) at their cuts;
+- "calibrated cut" (`--calibration-quantile 0.9`): every right title gets its best left title by
+  cosine, cut where the left table's own nearest neighbours are.
 Against gt.csv:
 - precision = correct joined / joined, recall = correct joined / right rows with a true match,
   F1, at the chosen cut (the AutoFJ paper's definitions);
@@ -20,7 +20,8 @@ on the datasets in name order until `--autofj-budget` seconds of new runs are sp
 (pairs and seconds) are kept in metrics/join/autofj/, committed: AutoFJ on all 50 takes over an
 hour on 2 cores, so later comparisons read them and show the times of the run that wrote them.
 Means are macro-averages over the datasets AutoFJ finished, for the first 25 by name (where the
-design is chosen), the held-out 25 and all 50.
+design is chosen), the held-out 25 and all 50. `--markdown` writes those tables, which
+scripts/readme_table.py copies into the README.
 
     bash benchmarks/setup_autofj_env.sh && python benchmarks/join_autofj.py
     python benchmarks/join_autofj.py --autofj-budget inf          # AutoFJ on every dataset not kept yet
@@ -42,7 +43,7 @@ import polars as pl
 
 from pearl.bench import data
 from pearl.index.encoder import load_encoder
-from pearl.joining.join import best_matches
+from pearl.joining.join import CALIBRATION_QUANTILE, best_matches
 from pearl.log import configure_logging
 
 
@@ -57,12 +58,14 @@ def titles(table) -> pl.DataFrame:
 
 def scores_for(name: str, encoder, precision_target: float | None = None) -> tuple[np.ndarray, np.ndarray, float,
                                                                                   dict[int, int], str]:
-    """`pearl join`'s scores on one dataset (its default cut, or chosen for `precision_target`): per right row
-    its predicted left id (-1: none) and score, the cut, truth, and how the cut was set."""
+    """`pearl join`'s scores on one dataset (chosen for `precision_target`, or with None the calibrated cut): per
+    right row its predicted left id (-1: none) and score, the cut, truth, and how the cut was set."""
     from autofj.datasets import load_data
 
     left, right, gt = load_data(name)
-    matches = best_matches(titles(left), titles(right), "title", "title", encoder, precision_target=precision_target)
+    quantile = CALIBRATION_QUANTILE if precision_target is None else None
+    matches = best_matches(titles(left), titles(right), "title", "title", encoder,
+                           calibration_quantile=quantile, precision_target=precision_target)
     left_ids = left["id"].to_numpy()
     predicted = np.where(matches.left_row >= 0, left_ids[np.maximum(matches.left_row, 0)], -1)
     return predicted, matches.score, matches.threshold, truth(gt), matches.estimate or matches.threshold_source
@@ -115,6 +118,27 @@ def run_autofj(name: str, python: Path, target: float, cache: Path, budget_left:
 SPLITS = {"first 25 by name (design)": slice(0, 25), "held-out 25": slice(25, 50), "all 50": slice(0, 50)}
 
 
+def summary_tables(rows: dict[str, dict[str, dict]], autofj_rows: dict[str, dict], names: list[str],
+                   splits: list[str] = list(SPLITS)) -> list[str]:
+    """Per split, a Markdown table of each system's macro means over the datasets AutoFJ finished."""
+    tables = []
+    for split in splits:
+        part = SPLITS[split]
+        shared = [n for n in data.autofj_names()[part] if n in autofj_rows and n in names]
+        if not shared:
+            continue
+        lines = [f"**{split}: {len(shared)} datasets**", "",
+                 "| system | P | R | F1 | R at AutoFJ's P | median s |", "|---|---|---|---|---|---|"]
+        for system, per in rows.items():
+            mean = {k: np.mean([per[n][k] for n in shared]) for k in ("precision", "recall", "f1")}
+            at = np.mean([per[n].get("recall_at_autofj_precision", per[n]["recall"]) for n in shared])
+            median = np.median([per[n]["seconds"] for n in shared])
+            lines.append(f"| {system} | {mean['precision']:.3f} | {mean['recall']:.3f} | {mean['f1']:.3f} | {at:.3f} "
+                         f"| {median:.1f} |")
+        tables.append("\n".join(lines) + "\n")
+    return tables
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default="models/pearl,sentence-transformers/all-MiniLM-L6-v2,string")
@@ -128,6 +152,8 @@ def main() -> None:
                         help="AutoFJ's outputs, reused by later runs (its times are those of the first run)")
     parser.add_argument("--datasets", type=int, default=50, help="the first N datasets by name")
     parser.add_argument("--out", type=Path, default=None, help="write the per-dataset rows as JSON")
+    parser.add_argument("--markdown", type=Path, default=None,
+                        help="write the tables as Markdown (metrics/join/summary.md is the README's)")
     args = parser.parse_args()
     configure_logging()
     names = data.autofj_names()[: args.datasets]
@@ -147,12 +173,12 @@ def main() -> None:
     rows = {"AutoFJ": autofj_rows}
     for model in args.models.split(","):
         encoder = load_encoder(model)
-        for how in ("default cut", f"chosen for P {args.precision_target:g}"):
+        for how in (f"chosen for P {args.precision_target:g}", "calibrated cut"):
             system = f"{model}, {how}"
             for name in names:
                 start = time.perf_counter()
                 predicted, score, cut, gold, function = scores_for(
-                    name, encoder, None if how == "default cut" else args.precision_target)
+                    name, encoder, None if how == "calibrated cut" else args.precision_target)
                 seconds = time.perf_counter() - start
                 keep = ~np.isnan(score) & (score >= cut)
                 p, r, f = prf(predicted, right_ids[name], gold, keep)
@@ -166,17 +192,11 @@ def main() -> None:
 
     print(f"\n{os.cpu_count()} cores. AutoFJ's seconds are those of the run that wrote {args.autofj_cache}; "
           "each system is scored on the datasets AutoFJ finished, side by side")
-    for split, part in SPLITS.items():
-        shared = [n for n in data.autofj_names()[part] if n in autofj_rows and n in names]
-        if not shared:
-            continue
-        print(f"\n{split}: {len(shared)} datasets")
-        print(f"{'system':<64} {'P':>6} {'R':>6} {'F1':>6} {'R at AutoFJ P':>14} {'median s':>9}")
-        for system, per in rows.items():
-            mean = {k: np.mean([per[n][k] for n in shared]) for k in ("precision", "recall", "f1")}
-            at = np.mean([per[n].get("recall_at_autofj_precision", per[n]["recall"]) for n in shared])
-            median = np.median([per[n]["seconds"] for n in shared])
-            print(f"{system:<64} {mean['precision']:6.3f} {mean['recall']:6.3f} {mean['f1']:6.3f} {at:14.3f} {median:9.1f}")
+    print("\n".join(summary_tables(rows, autofj_rows, names)))
+    if args.markdown:  # the README's: the held-out half and all 50
+        tables = summary_tables(rows, autofj_rows, names, ["all 50", "held-out 25"])
+        args.markdown.write_text(f"<!-- written by benchmarks/join_autofj.py on {os.cpu_count()} cores -->\n\n"
+                                 + "\n".join(tables))
     if args.out:
         args.out.write_text(json.dumps(rows, indent=2) + "\n")
 

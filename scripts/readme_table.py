@@ -1,7 +1,8 @@
-"""The README's headline table, made from metrics/summary.md (the `report` stage's output), never by hand.
+"""The README's generated tables, never copied by hand: the headline table, made from metrics/summary.md (the
+`report` stage's output), and the join table, metrics/join/summary.md as benchmarks/join_autofj.py wrote it.
 
-    python scripts/readme_table.py           # rewrite the README's block between its markers
-    python scripts/readme_table.py --check   # exit 1 when the README's block is stale
+    python scripts/readme_table.py           # rewrite the README's blocks between their markers
+    python scripts/readme_table.py --check   # exit 1 when a block is stale
 
 It keeps the summary's averages, one column each: the 9 phrase tasks (with the paper's PPDB split and
 with the leak-free one), the general-purpose guard and the tune suite, for every system that has one.
@@ -15,7 +16,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 SUMMARY = ROOT / "metrics" / "summary.md"
-START, END = "<!-- headline:start -->", "<!-- headline:end -->"
+JOIN_SUMMARY = ROOT / "metrics" / "join" / "summary.md"
 COLUMNS = ["Avg (9 tasks)", "Avg (9, clean PPDB)", "General (mean)", "Tune (mean)"]
 NONE = "–"
 
@@ -63,27 +64,46 @@ def headline(summary: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def readme_block(readme: str) -> str | None:
-    """The README's copy, between the markers; None when they are missing."""
-    if START not in readme or END not in readme.partition(START)[2]:
+def join_table(summary: str) -> str:
+    """The join benchmark's tables without the comment line that says which script wrote them."""
+    return "\n".join(line for line in summary.splitlines() if not line.startswith("<!--")).strip("\n") + "\n"
+
+
+def blocks() -> dict[str, str]:
+    """Each README block's name and the text it must hold."""
+    return {"headline": headline(SUMMARY.read_text(encoding="utf-8")),
+            "join": join_table(JOIN_SUMMARY.read_text(encoding="utf-8"))}
+
+
+def _markers(name: str) -> tuple[str, str]:
+    return f"<!-- {name}:start -->", f"<!-- {name}:end -->"
+
+
+def readme_block(readme: str, name: str) -> str | None:
+    """The README's copy of block `name`, between its markers; None when they are missing."""
+    start, end = _markers(name)
+    if start not in readme or end not in readme.partition(start)[2]:
         return None
-    return readme.partition(START)[2].partition(END)[0].strip("\n") + "\n"
+    return readme.partition(start)[2].partition(end)[0].strip("\n") + "\n"
 
 
 def main(argv: list[str]) -> int:
-    table = headline(SUMMARY.read_text(encoding="utf-8"))
     readme = README.read_text(encoding="utf-8")
-    copy = readme_block(readme)
-    if copy is None:
-        print(f"README.md has no {START} … {END} block", file=sys.stderr)
-        return 1
-    if argv == ["--check"]:
-        if copy != table:
-            print("README.md's headline table is stale: python scripts/readme_table.py", file=sys.stderr)
+    for name, table in blocks().items():
+        copy = readme_block(readme, name)
+        start, end = _markers(name)
+        if copy is None:
+            print(f"README.md has no {start} … {end} block", file=sys.stderr)
             return 1
-        return 0
-    head, _, rest = readme.partition(START)
-    README.write_text(f"{head}{START}\n\n{table}\n{END}{rest.partition(END)[2]}", encoding="utf-8")
+        if argv == ["--check"]:
+            if copy != table:
+                print(f"README.md's {name} table is stale: python scripts/readme_table.py", file=sys.stderr)
+                return 1
+            continue
+        head, _, rest = readme.partition(start)
+        readme = f"{head}{start}\n\n{table}\n{end}{rest.partition(end)[2]}"
+    if argv != ["--check"]:
+        README.write_text(readme, encoding="utf-8")
     return 0
 
 

@@ -1,6 +1,6 @@
 """The docs site builds in strict mode (a broken link, anchor, page or included file fails it), it shows the
-generated files rather than copies, and the README stays a page: at most 150 lines, its headline table
-the one scripts/readme_table.py makes from metrics/summary.md."""
+generated files rather than copies, and the README stays a page: at most 150 lines, its headline and join
+tables the ones scripts/readme_table.py makes from metrics/summary.md and metrics/join/summary.md."""
 
 import importlib.util
 import os
@@ -95,12 +95,13 @@ def test_the_readme_fits_on_a_page():
     assert lines[2].strip().startswith("bash scripts/repro.sh") and lines[3].strip().startswith("bash scripts/test.sh")
 
 
-def test_the_readme_headline_table_is_the_one_summary_md_makes():
+def test_the_readme_tables_are_the_ones_the_generated_files_make():
     readme_table = _readme_table()
-    copy = readme_table.readme_block((ROOT / "README.md").read_text(encoding="utf-8"))
-    assert copy is not None, "README.md lost its headline markers"
-    made = readme_table.headline((ROOT / "metrics" / "summary.md").read_text(encoding="utf-8"))
-    assert copy == made, "README.md's headline table is stale: python scripts/readme_table.py"
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    for name, made in readme_table.blocks().items():
+        copy = readme_table.readme_block(readme, name)
+        assert copy is not None, f"README.md lost its {name} markers"
+        assert copy == made, f"README.md's {name} table is stale: python scripts/readme_table.py"
 
 
 def test_the_readme_links_only_to_pages_that_exist():

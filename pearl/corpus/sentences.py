@@ -6,14 +6,17 @@ import re
 import unicodedata
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
-from spacy.language import Language
 
 from pearl.errors import PearlError
 from pearl.params import CorpusParams
 from pearl.ray_engine import RowActor
 from pearl.spacy_models import load_spacy
+
+if TYPE_CHECKING:  # an annotation only: spaCy loads with the pipeline
+    from spacy.language import Language
 
 # spaCy's working memory grows with document length; pathological paragraphs are cut into
 # windows of this size at a space, which only matters for text without sentence punctuation.

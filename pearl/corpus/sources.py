@@ -157,4 +157,5 @@ def describe_source(params: CorpusParams) -> str:
         return f"{WIKI_VITAL_DIST} {metadata.version(WIKI_VITAL_DIST)}: {WIKI_VITAL_FILE}"
     if params.source == "wikipedia":
         return f"huggingface datasets {params.hf_dataset} {params.hf_config} (streamed)"
+    _expand(params.files)  # a pattern that matches nothing fails here, before the stage loads spaCy
     return "files " + " ".join(params.files)

@@ -69,10 +69,10 @@ def _write(sentences: Iterator[tuple[str, int, str]], writer: ParquetStreamWrite
 
 def run(params: Params, output: Path = OUTPUT, metrics: Path = METRICS) -> dict:
     p = params.corpus
+    log.info("source: %s", describe_source(p))
     nlp = load_spacy(p.spacy_model, keep=("senter",))
     counts = SplitCounts()
     clock = Stopwatch()
-    log.info("source: %s", describe_source(p))
     if params.engine == "ray":
         log.info("splitting sentences on Ray, %d actor(s), %d documents per batch", params.ray.corpus.workers,
                  params.ray.corpus.batch_size)

@@ -117,8 +117,10 @@ class PhraseModel(nn.Module):
                 raise MissingModelError(f"{directory / name} is missing: run `dvc repro train` "
                                         "(is this a model written by `pearl train`?)")
         try:
-            model = cls(ModelConfig(**json.loads((directory / CONFIG).read_text())), backbone_path=str(directory))
+            # the small files first: a damaged one fails before the backbone loads
+            config = ModelConfig(**json.loads((directory / CONFIG).read_text()))
             heads = torch.load(directory / EXTRA_WEIGHTS, map_location="cpu", weights_only=True)
+            model = cls(config, backbone_path=str(directory))
             model.type_head.load_state_dict(heads["type_head"])
             if model.char is not None:
                 model.char.load_state_dict(heads["char"])

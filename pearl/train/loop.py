@@ -168,19 +168,21 @@ def train(params: Params, inputs: TrainInputs) -> TrainResult:
         log.warning("bf16 autocast on CPU is slow on most CPUs; train.precision=fp32 is the CPU default")
 
     seed = training_seed(params)
-    torch.manual_seed(seed)
-    model = PhraseModel(model_config(params)).to(device)
+    # the inputs are read and checked before the model loads (seconds), so that a bad one fails at once;
+    # they draw from numpy's generators only, so the model's weights do not depend on the order
     teacher, view_filter = teacher_inputs(params, inputs.teacher)
     data = TrainingSet.load(inputs.typed, inputs.variants, inputs.negatives, t.heldout_fraction, seed,
                             teacher, view_filter)
+    per_epoch = data.steps_per_epoch(t.batch_size)
+    if per_epoch == 0:
+        raise PearlError(f"train.batch_size ({t.batch_size}) exceeds the {len(data.train)} training phrases: lower it")
+    torch.manual_seed(seed)
+    model = PhraseModel(model_config(params)).to(device)
     # student → teacher space, trained beside the model and not exported; created after the model, and
     # only when used, so that the recipe without it draws the same weights
     projection = (torch.nn.Linear(model.dim, teacher.matrix.shape[1]).to(device)
                   if teacher is not None and t.vector_distill_weight > 0 else None)
     trained = model if projection is None else torch.nn.ModuleList([model, projection])  # what the ranks keep equal
-    per_epoch = data.steps_per_epoch(t.batch_size)
-    if per_epoch == 0:
-        raise PearlError(f"train.batch_size ({t.batch_size}) exceeds the {len(data.train)} training phrases: lower it")
     total = per_epoch * t.epochs if t.max_steps is None else min(per_epoch * t.epochs, t.max_steps)
 
     # The character encoder and type head start from random weights: at the backbone's small

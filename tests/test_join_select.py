@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from pearl.joining.select import choose, join_functions
+from pearl.joining.select import Signals, choose, join_functions
 
 LEFT = ["apple inc", "microsoft corporation", "google llc", "amazon com inc", "john smith", "john smyth", "mary jones"]
 RIGHT = ["Apple Inc.", "Microsoft Corp", "Google", "jon smith", "Mary Jones"]
@@ -43,3 +43,26 @@ def test_the_encoder_cosine_joins_the_choice(tiny_text_encoder):
     assert "cosine" in functions and all(np.isclose(sum(w.values()), 1.0) for w in functions.values())
     choice = choose(LEFT, RIGHT, tiny_text_encoder, precision_target=0.9)
     assert all(f in functions for f, _ in choice.configurations) and len(choice.left_row) == len(RIGHT)
+
+
+def test_the_3_gram_candidates_are_each_names_top_k_among_left_names_it_shares_a_3_gram_with():
+    rng = np.random.default_rng(0)
+    words = ["north", "south", "lake", "port", "saint", "mount", "river", "new", "old", "west"]
+    left = list(dict.fromkeys(" ".join(rng.choice(words, 3)) for _ in range(200)))
+    right = [" ".join(rng.choice(words, 2)) + " town" for _ in range(50)] + ["qqq zzz"]
+    signals = Signals(left, right, None)
+    rows = np.arange(len(left), len(left) + len(right))
+    k = 7
+    a, b = signals.nearest_left(rows, k)
+    scores = (signals.char3[rows] @ signals.char3[: len(left)].T).toarray()  # every pair, densely
+    for i, row in enumerate(rows):
+        found = np.sort(b[a == row])
+        shared = np.flatnonzero(scores[i] > 0)
+        if len(shared) <= k:
+            assert found.tolist() == shared.tolist()
+            continue
+        kth = np.sort(scores[i][shared])[-k]
+        # the k best; on a tie at the k-th score any of the tied names may fill the last places
+        assert len(found) == k and (scores[i][found] >= kth - 1e-6).all()
+        assert set(np.flatnonzero(scores[i] > kth + 1e-6)) <= set(found.tolist())
+    assert (a == rows[-1]).sum() == 0  # "qqq zzz" shares no 3-gram with any left name

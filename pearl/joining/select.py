@@ -23,6 +23,7 @@ token_sort_ratio and WRatio on top added under 0.01 more and cost precision.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -78,21 +79,26 @@ class Signals:
         self.char3 = TfidfVectorizer(analyzer="char_wb", ngram_range=(3, 3), lowercase=True).fit_transform(both).tocsr()
         self.tokens = TfidfVectorizer(analyzer="word", token_pattern=r"(?u)\b\w+\b", lowercase=True).fit_transform(both).tocsr()
         self.vectors = None if encoder is None else np.ascontiguousarray(encoder.encode(both), dtype=np.float32)
+        self._left_char3 = None  # the left names' 3-gram matrix transposed, built on the first search
 
     def nearest_left(self, rows: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """Candidate pairs (row, left row): each row's k nearest left names by the encoder and by 3-grams."""
-        from sklearn.neighbors import NearestNeighbors
+        """Candidate pairs (row, left row): each row's k nearest left names by the encoder, and by 3-gram
+        cosine among those that share a 3-gram with it (sparse_dot_topn keeps each row's top k of the
+        sparse product: the brute-force search scored every pair, 29 of 38 s at 30K × 20K names)."""
+        from sparse_dot_topn import sp_matmul_topn
 
         k = min(k, self.n_left)
-        found = [NearestNeighbors(n_neighbors=k, metric="cosine", algorithm="brute")
-                 .fit(self.char3[: self.n_left]).kneighbors(self.char3[rows], return_distance=False)]
+        if self._left_char3 is None:
+            self._left_char3 = self.char3[: self.n_left].T.tocsr()
+        top = sp_matmul_topn(self.char3[rows], self._left_char3, top_n=k, n_threads=_cores())
+        found = [np.stack([np.repeat(rows, np.diff(top.indptr)), top.indices], axis=1)]
         if self.vectors is not None:
             import faiss
 
             index = faiss.IndexFlatIP(self.vectors.shape[1])
             index.add(self.vectors[: self.n_left])
-            found.append(index.search(self.vectors[rows], k)[1])
-        pairs = np.unique(np.concatenate([np.stack([np.repeat(rows, k), f.ravel()], axis=1) for f in found]), axis=0)
+            found.append(np.stack([np.repeat(rows, k), index.search(self.vectors[rows], k)[1].ravel()], axis=1))
+        pairs = np.unique(np.concatenate(found), axis=0)
         return pairs[:, 0], pairs[:, 1]
 
     def of_pairs(self, a: np.ndarray, b: np.ndarray) -> dict[str, np.ndarray]:
@@ -106,6 +112,10 @@ class Signals:
         if self.vectors is not None:
             signals["cosine"] = np.einsum("ij,ij->i", self.vectors[a], self.vectors[b])
         return {name: np.clip(values, 0.0, 1.0) for name, values in signals.items()}
+
+
+def _cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
 def _row_dots(matrix, a: np.ndarray, b: np.ndarray) -> np.ndarray:

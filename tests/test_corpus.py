@@ -52,9 +52,14 @@ def test_files_source_reads_txt_jsonl_parquet(make_params, tmp_path):
     assert meta["source"] == "files" and meta["sentences"] == 6 and "senter" in meta["sentence_splitter"]
 
 
-def test_missing_file_and_bad_jsonl_fail_in_one_line(make_params, tmp_path):
-    with pytest.raises(PearlError, match="matches no file"):
-        _run(make_params, tmp_path, corpus__source="files", corpus__files=[str(tmp_path / "nope*.txt")])
+def test_missing_file_and_bad_jsonl_fail_in_one_line(make_params, tmp_path, monkeypatch):
+    def no_spacy(*args, **kwargs):
+        raise AssertionError("spaCy loaded before corpus.files was checked")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(stage, "load_spacy", no_spacy)
+        with pytest.raises(PearlError, match="matches no file"):
+            _run(make_params, tmp_path, corpus__source="files", corpus__files=[str(tmp_path / "nope*.txt")])
     (tmp_path / "bad.jsonl").write_text('{"text": "ok."}\n{broken\n')
     with pytest.raises(PearlError, match=r"bad\.jsonl:2: not valid JSON"):
         _run(make_params, tmp_path, corpus__source="files", corpus__files=[str(tmp_path / "bad.jsonl")])

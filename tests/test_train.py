@@ -327,9 +327,15 @@ def test_average_exports_a_sentence_transformer_equal_to_pearls_encode(make_para
     assert predict_types(tmp_path / "spelled", heldout)["label"].to_list() == shipped
 
 
-def test_a_batch_larger_than_the_phrases_is_a_one_line_error(make_params, tiny_encoder, toy, tmp_path):
+def test_a_batch_larger_than_the_phrases_is_a_one_line_error_before_the_model_loads(make_params, tiny_encoder, toy,
+                                                                                    tmp_path, monkeypatch):
     from pearl.errors import PearlError
+    from pearl.train import loop
 
+    def no_model(*args, **kwargs):
+        raise AssertionError("the model loaded before the inputs were checked")
+
+    monkeypatch.setattr(loop, "PhraseModel", no_model)
     params = _params(make_params, tiny_encoder, tmp_path, train__batch_size=500)
     with pytest.raises(PearlError, match=r"train.batch_size \(500\) exceeds the \d+ training phrases: lower it"):
         _train(params, toy, tmp_path)

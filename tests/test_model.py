@@ -151,3 +151,20 @@ def test_average_moves_float_tensors_only():
 def test_unloadable_backbone_is_one_line_error(tmp_path):
     with pytest.raises(PearlError, match="model.backbone=.*missing': no such folder"):
         PhraseModel(ModelConfig(str(tmp_path / "missing"), "", 16, False, 8, 0.5))
+
+
+def test_damaged_head_weights_fail_before_the_backbone_loads(tiny_encoder, tmp_path, monkeypatch):
+    from pearl.errors import MissingModelError
+    from pearl.model import phrase_model
+
+    PhraseModel(ModelConfig(str(tiny_encoder), "", 16, True, 8, 0.5)).save(tmp_path)
+    heads = tmp_path / phrase_model.EXTRA_WEIGHTS
+    heads.write_bytes(heads.read_bytes()[:100])
+
+    def no_backbone(*args, **kwargs):
+        raise AssertionError("the backbone loaded before the head weights were read")
+
+    monkeypatch.setattr(PhraseModel, "__init__", no_backbone)
+    with pytest.raises(MissingModelError, match="the saved model is unreadable") as error:
+        PhraseModel.load(tmp_path)
+    assert "AssertionError" not in str(error.value)

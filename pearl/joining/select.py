@@ -23,11 +23,12 @@ token_sort_ratio and WRatio on top added under 0.01 more and cost precision.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
+
+from pearl.cores import available_cores
 
 if TYPE_CHECKING:  # an annotation only: the encoder's module loads the model libraries
     from pearl.index.encoder import EmbeddingEncoder
@@ -79,7 +80,7 @@ class Signals:
         self.char3 = TfidfVectorizer(analyzer="char_wb", ngram_range=(3, 3), lowercase=True).fit_transform(both).tocsr()
         self.tokens = TfidfVectorizer(analyzer="word", token_pattern=r"(?u)\b\w+\b", lowercase=True).fit_transform(both).tocsr()
         self.vectors = None if encoder is None else np.ascontiguousarray(encoder.encode(both), dtype=np.float32)
-        self._left_char3 = None  # the left names' 3-gram matrix transposed, built on the first search
+        self.left_char3_t = self.char3[: self.n_left].T.tocsr()  # the right-hand side of every 3-gram search
 
     def nearest_left(self, rows: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """Candidate pairs (row, left row): each row's k nearest left names by the encoder, and by 3-gram
@@ -88,9 +89,7 @@ class Signals:
         from sparse_dot_topn import sp_matmul_topn
 
         k = min(k, self.n_left)
-        if self._left_char3 is None:
-            self._left_char3 = self.char3[: self.n_left].T.tocsr()
-        top = sp_matmul_topn(self.char3[rows], self._left_char3, top_n=k, n_threads=_cores())
+        top = sp_matmul_topn(self.char3[rows], self.left_char3_t, top_n=k, n_threads=available_cores())
         found = [np.stack([np.repeat(rows, np.diff(top.indptr)), top.indices], axis=1)]
         if self.vectors is not None:
             import faiss
@@ -112,10 +111,6 @@ class Signals:
         if self.vectors is not None:
             signals["cosine"] = np.einsum("ij,ij->i", self.vectors[a], self.vectors[b])
         return {name: np.clip(values, 0.0, 1.0) for name, values in signals.items()}
-
-
-def _cores() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
 def _row_dots(matrix, a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -13,6 +13,7 @@ import torch
 from torch.utils.data import DataLoader
 from tqdm import tqdm
 
+from pearl.cores import available_cores
 from pearl.device import resolve_device
 from pearl.errors import PearlError
 from pearl.log import get_logger
@@ -110,7 +111,7 @@ def loader_workers(setting: int | str, device: torch.device) -> int:
     step at 5x its compute, 8 kept up with it."""
     if setting != "auto":
         return int(setting)
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    cores = available_cores()
     if device.type == "cuda":
         return max(0, min(8, cores // int(os.environ.get("LOCAL_WORLD_SIZE", "1")) - 1))
     return 0 if cores < 4 else 2

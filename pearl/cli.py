@@ -185,7 +185,7 @@ def bench_task(
 ) -> None:
     """One task for one system → metrics/{bench,tune}/<system>/<task>.json (the DVC bench stages)."""
     from pearl.bench.run import build_context, run_reference, run_tasks
-    from pearl.train.stage import EXPORT
+    from pearl.model import EXPORT
 
     def evaluate(p: Params) -> None:
         if task not in _suite_tasks(suite, p):

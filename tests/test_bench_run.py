@@ -176,11 +176,13 @@ def test_an_explicit_omp_thread_count_is_kept_by_the_benchmark(monkeypatch):
 
     before = torch.get_num_threads()
     monkeypatch.setattr(run.os, "cpu_count", lambda: 8)
-    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    monkeypatch.setattr(run, "Embedder", lambda *args: None)  # torch's threads are set as the encoder loads
     try:
-        torch.set_num_threads(1)
-        run.build_context(load_params(), None, "")  # the string baseline: no model to load
-        assert torch.get_num_threads() == 1  # side-by-side runs each keep their one thread
+        for omp, threads in (("1", 1), ("", 8)):
+            monkeypatch.setenv("OMP_NUM_THREADS", omp)
+            torch.set_num_threads(1)
+            run.build_context(load_params(), "some/model", "").load_embedder()
+            assert torch.get_num_threads() == threads  # side-by-side runs each keep their one thread
     finally:
         torch.set_num_threads(before)
 

@@ -140,3 +140,18 @@ def test_the_libraries_logs_and_bars_show_only_with_verbose(tiny_encoder, tmp_pa
     assert "pearl.cluster: 2 rows" in quiet and "pearl.cluster: 2 rows" in verbose
     for line in ("sentence_transformers.base.model: No device provided", "Loading weights"):
         assert line not in quiet and line in verbose, quiet + verbose
+
+
+@pytest.mark.parametrize("command, error", [
+    (["parse"], "data/corpus/sentences.parquet is missing"),
+    (["bench-task", "base", "ppdb", "-S", "bench.data_dir=nowhere"], "nowhere/ppdb/ppdb.json is missing"),
+    (["bench-task", "model", "turney", "-S", "bench.data_dir=nowhere"], "models/pearl is missing"),
+])
+def test_a_stage_tells_a_missing_input_before_the_model_libraries_import(command, error, tmp_path):
+    """spaCy, torch and scikit-learn take 4–9 s to import: a missing input is told without them."""
+    (tmp_path / "params.yaml").write_bytes((ROOT / "params.yaml").read_bytes())
+    code = (f"import sys\nfrom pearl.cli import main\ntry:\n    main({command!r})\nexcept SystemExit:\n    pass\n"
+            "print(sorted(m for m in ('spacy', 'torch', 'sklearn', 'scipy.stats') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert error in done.stderr
+    assert done.stdout.strip() == "[]"

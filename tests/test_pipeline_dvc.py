@@ -123,7 +123,7 @@ def _stages() -> dict[str, dict]:
 
 
 # the code that loads models/pearl, which a stage reading it reads too
-EXPORT_LOADING = ["pearl/embedder.py", "pearl/model/export.py", "pearl/model/st_loader.py", "pearl/model/st_modules.py",
+EXPORT_LOADING = ["pearl/embedder.py", "pearl/model/__init__.py", "pearl/model/export.py", "pearl/model/st_loader.py", "pearl/model/st_modules.py",
                   "pearl/model/char_encoder.py", "pearl/model_ids.py"]
 
 

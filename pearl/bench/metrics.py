@@ -1,13 +1,12 @@
-"""Scoring rules shared by the benchmark tasks. All return fractions in [0, 1] (or [-1, 1])."""
+"""Scoring rules shared by the benchmark tasks. All return fractions in [0, 1] (or [-1, 1]).
+
+scipy and scikit-learn are imported where they score (1–2 s): a task reads and checks its files first."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 import numpy as np
-from scipy.stats import pearsonr, spearmanr
-from sklearn.cluster import KMeans
-from sklearn.metrics import normalized_mutual_info_score
 
 from pearl.scores import tied_with_best
 
@@ -33,6 +32,8 @@ def pearson(predicted: np.ndarray, gold: np.ndarray) -> float:
     """Pearson's r; 0 for a constant prediction, which carries no information."""
     if np.ptp(predicted) == 0:
         return 0.0
+    from scipy.stats import pearsonr
+
     return float(pearsonr(predicted, gold).statistic)
 
 
@@ -40,10 +41,15 @@ def spearman(predicted: np.ndarray, gold: np.ndarray) -> float:
     """Spearman's ρ; 0 for a constant prediction, which carries no information."""
     if np.ptp(predicted) == 0:
         return 0.0
+    from scipy.stats import spearmanr
+
     return float(spearmanr(predicted, gold).statistic)
 
 
 def kmeans_nmi(vectors: np.ndarray, labels: Sequence[int], n_init: int, seed: int) -> float:
+    from sklearn.cluster import KMeans
+    from sklearn.metrics import normalized_mutual_info_score
+
     k = len(set(labels))
     clusters = KMeans(n_clusters=k, n_init=n_init, random_state=seed).fit_predict(vectors)
     return float(normalized_mutual_info_score(labels, clusters))

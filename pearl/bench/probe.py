@@ -4,27 +4,13 @@ and the learning rate chosen on the probe's own validation split."""
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
 
 import numpy as np
 import torch
 from torch import nn
 
-
-@dataclass(frozen=True)
-class ProbeSettings:
-    hidden: int = 256
-    lrs: tuple[float, ...] = (1e-4,)  # each is trained; the best validation accuracy picks one
-    batch_size: int = 200
-    max_epochs: int = 100
-    patience: int = 5
-    device: str = "cpu"  # base.device: the probes of a whole suite take minutes on CPU, seconds on a GPU
-
-
-@dataclass(frozen=True)
-class ProbeResult:
-    accuracy: float  # on test, at the chosen lr's best validation epoch
-    lr: float
+from pearl.bench.probe_settings import ProbeResult, ProbeSettings
+from pearl.device import resolve_device
 
 
 def _model(dim: int, classes: int, hidden: int) -> nn.Module:
@@ -52,9 +38,10 @@ def probe_accuracy(
 ) -> ProbeResult:
     """Test accuracy of the probe whose lr reached the best validation accuracy (the first lr on
     a tie), at its best validation epoch: test labels never choose anything."""
+    device = resolve_device(settings.device)
     tensors = [
-        (torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32)).to(settings.device),
-         torch.from_numpy(np.asarray(y, dtype=np.int64)).to(settings.device))
+        (torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32)).to(device),
+         torch.from_numpy(np.asarray(y, dtype=np.int64)).to(device))
         for x, y in (train, valid, test)
     ]
     best_valid, chosen = -1.0, None

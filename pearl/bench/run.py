@@ -6,11 +6,9 @@ import os
 from functools import partial
 from pathlib import Path
 
-import torch
-
 from pearl.artifacts import write_json
 from pearl.embedder import Embedder
-from pearl.bench.probe import ProbeSettings
+from pearl.bench.probe_settings import ProbeSettings
 from pearl.bench.task_names import STRING_TASKS
 from pearl.bench.tasks import TASKS, BenchContext
 from pearl.device import resolve_device
@@ -42,11 +40,7 @@ def resolve_kb(setting: str | None, task: str, hf_dataset: str) -> Path | None:
 def build_context(params: Params, model: str | None, prefix: str, param: str = "--model") -> BenchContext:
     """`model` is an HF id or directory to embed with, or None for the string baseline; `param` pointed to it."""
     b = params.bench
-    if not os.environ.get("OMP_NUM_THREADS"):
-        # torch's default is the physical cores; an explicit OMP_NUM_THREADS (side-by-side runs) wins
-        torch.set_num_threads(os.cpu_count() or 1)
-    device = resolve_device(params.base.device)
-    load_embedder = None if model is None else partial(Embedder, model, prefix, b.batch_size, b.max_length, device, param)
+    load_embedder = None if model is None else partial(_load_embedder, params, model, prefix, param)
     return BenchContext(
         data_dir=Path(b.data_dir),
         short_text_dir=Path(b.short_text_dir),
@@ -54,13 +48,24 @@ def build_context(params: Params, model: str | None, prefix: str, param: str = "
         tune_dir=Path(b.tune_dir),
         seed=params.base.seed,
         probe=ProbeSettings(lrs=tuple(b.probe_lrs), batch_size=b.probe_batch_size, max_epochs=b.probe_max_epochs,
-                            patience=b.probe_patience, device=device),
+                            patience=b.probe_patience, device=params.base.device),
         ppdb_seeds=b.ppdb_seeds,
         atis_seeds=b.atis_seeds,
         kmeans_inits=b.kmeans_inits,
         kb={task: resolve_kb(getattr(b, f"{task}_kb"), task, b.hf_dataset) for task in KB_HUB_FILES},
         load_embedder=load_embedder,
     )
+
+
+def _load_embedder(params: Params, model: str, prefix: str, param: str) -> Embedder:
+    """The encoder, on a task's first use: torch loads here, once the task has read and checked its files."""
+    if not os.environ.get("OMP_NUM_THREADS"):
+        # torch's default is the physical cores; an explicit OMP_NUM_THREADS (side-by-side runs) wins
+        import torch
+
+        torch.set_num_threads(os.cpu_count() or 1)
+    b = params.bench
+    return Embedder(model, prefix, b.batch_size, b.max_length, resolve_device(params.base.device), param)
 
 
 def run_task(ctx: BenchContext, task: str) -> dict:

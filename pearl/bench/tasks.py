@@ -18,7 +18,7 @@ from pearl.bench import data, ppdb_split
 from pearl.embedder import Embedder
 from pearl.bench.geonames_aliases import load_geonames_aliases
 from pearl.bench.metrics import choice_accuracy, kmeans_nmi, pearson, spearman, tied_accuracy
-from pearl.bench.probe import ProbeResult, ProbeSettings, probe_accuracy
+from pearl.bench.probe_settings import ProbeResult, ProbeSettings
 from pearl.bench.similarity import EmbeddingSimilarity, TrigramJaccard
 from pearl.bench.task_names import ALL_TASKS, TUNE_TASKS
 from pearl.bench.wiki_aliases import load_wiki_aliases
@@ -79,6 +79,8 @@ def paraphrase(ctx: BenchContext, filtered: bool, clean: bool = False) -> dict:
     features = np.hstack([vectors[: len(pairs.left)], vectors[len(pairs.left):]])
     labels = np.asarray(pairs.labels)
     n = len(labels)
+    from pearl.bench.probe import probe_accuracy  # torch, once the files were read
+
     results, test_pairs = [], []
     for run in tqdm(range(ctx.ppdb_seeds), desc="probe seeds"):
         if clean:
@@ -152,6 +154,8 @@ def intent(ctx: BenchContext, length: str) -> dict:
     part = 0 if length == "short" else 1
     splits = [atis.splits[s][part] for s in ("train", "dev", "test")]
     features = [(ctx.vectors(s.texts), np.asarray(s.labels)) for s in splits]
+    from pearl.bench.probe import probe_accuracy  # torch, once the files were read
+
     results = [
         probe_accuracy(*features, classes=len(atis.intents), seed=ctx.seed + run, settings=ctx.probe)
         for run in tqdm(range(ctx.atis_seeds), desc="probe seeds")

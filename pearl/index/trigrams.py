@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.feature_extraction.text import CountVectorizer
 
 from pearl.scores import rank, tied_with_best
 
@@ -19,6 +18,9 @@ _BLOCK = 512
 
 def _sets(*groups: list[str]) -> list[sp.csr_matrix]:
     """One binary 3-gram row per string, over a vocabulary shared by the groups."""
+    # imported here: scikit-learn takes 2 s to import, and a benchmark reads and checks its files first
+    from sklearn.feature_extraction.text import CountVectorizer
+
     vectorizer = CountVectorizer(analyzer="char", ngram_range=(3, 3), lowercase=True, binary=True, dtype=np.float32)
     matrix = vectorizer.fit_transform([f" {text} " for group in groups for text in group]).tocsr()
     bounds = np.cumsum([0] + [len(group) for group in groups])

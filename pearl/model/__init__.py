@@ -1,1 +1,7 @@
 """The PEARL phrase model: encoder, character encoder, loss, averaging and export."""
+
+from pathlib import Path
+
+# Names kept apart from the torch code, so that a command checks its files and flags before torch loads (3.5 s)
+EXPORT = Path("models/pearl")  # where the `average` stage writes the export
+CONFIG = "pearl_model.json"  # an export's (and a fine-tuned model's) PEARL config

@@ -13,11 +13,15 @@ import shutil
 import tempfile
 from dataclasses import asdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pearl.errors import MissingModelError, PearlError
 from pearl.labels import LABELS
-from pearl.model.phrase_model import CONFIG, PhraseModel
+from pearl.model import CONFIG
 from pearl.model_ids import resolve_model
+
+if TYPE_CHECKING:
+    from pearl.model.phrase_model import PhraseModel
 
 SHIPPED = ("st_modules.py", "char_encoder.py")
 # ref in modules.json → class in pearl.model.st_modules

@@ -17,10 +17,10 @@ from torch import nn
 
 from pearl.errors import MissingModelError, PearlError, first_line
 from pearl.labels import NUM_LABELS
+from pearl.model import CONFIG
 from pearl.model.char_encoder import CharEncoder, char_ids, combine
 from pearl.model_ids import load_failure, resolve_model
 
-CONFIG = "pearl_model.json"
 EXTRA_WEIGHTS = "pearl_heads.pt"  # character encoder and type head, beside the backbone's files
 
 

@@ -20,7 +20,6 @@ from pearl.errors import PearlError
 from pearl.labels import LEX_TYPES, shares
 from pearl.log import Stopwatch, get_logger
 from pearl.params import ParseParams, Params
-from pearl.parse.extract import PhraseCounter, build_parser, extract, extract_in_worker, init_worker
 from pearl.ray_engine import NodeFiles, RayRun, group_after_actors, ray_session
 from pearl.spacy_models import package_version
 
@@ -40,6 +39,9 @@ def _chunks(texts: list[str]) -> Iterator[list[str]]:
 
 def count_phrases(p: ParseParams, texts: list[str]) -> Counter:
     """Occurrences of (phrase, lex_type) over all sentences; the same for any n_process."""
+    # spaCy (and torch, through thinc) load here, after the input was read and checked: 5 s to import
+    from pearl.parse.extract import build_parser, extract, extract_in_worker, init_worker
+
     total: Counter = Counter()
     bar = tqdm(total=len(texts), desc="parse", unit=" sent", mininterval=2)
     if p.n_process == 1:
@@ -81,6 +83,8 @@ def phrases_on_ray(params: Params, source: Path) -> tuple[pl.DataFrame, Totals, 
              params.ray.parse.workers, ", read on the nodes" if params.ray.shared_storage else "")
     # enough partitions that each one's counts stay small at any corpus size
     parts = max(params.ray.parse.workers, math.ceil(sentences / _SENTENCES_PER_PART))
+    from pearl.parse.extract import PhraseCounter  # spaCy, once the input was checked (as count_phrases)
+
     with ray_session(params.ray) as run:
         outputs = list(group_after_actors(rows, PhraseCounter, (params.parse, parts), "part", parts,
                                           partial(_kept_in_part, min_freq=params.parse.min_freq),

@@ -11,6 +11,7 @@ import polars as pl
 from pearl.artifacts import TYPED_PHRASES_SCHEMA, atomic_dir, atomic_path, read_artifact, write_json
 from pearl.labels import LABELS
 from pearl.log import get_logger
+from pearl.model import EXPORT
 from pearl.model.averaging import average_state
 from pearl.model.export import export_sentence_transformer, load as load_export
 from pearl.model.phrase_model import PhraseModel
@@ -25,7 +26,6 @@ log = get_logger("train")
 INPUTS = TrainInputs(Path("data/typed/phrases.parquet"), Path("data/augment/variants.parquet"),
                      Path("data/negatives/hard_negatives.parquet"), VECTORS)
 FINETUNED = Path("models/finetuned")
-EXPORT = Path("models/pearl")
 
 
 def _mean(rows: list[dict], key: str, first: bool, n: int) -> float | None:

@@ -12,7 +12,7 @@ import torch
 from pearl.embedder import PROGRESS_BAR_ABOVE
 from pearl.errors import MissingModelError, PearlError
 from pearl.model.export import TYPE_HEAD, is_pearl_export, load
-from pearl.model.phrase_model import CONFIG
+from pearl.model import CONFIG
 
 SCHEMA = {"text": pl.String, "lex_type": pl.String, "lex_prob": pl.Float64, "entity_type": pl.String,
           "entity_prob": pl.Float64, "label": pl.String, "label_prob": pl.Float64}

@@ -142,16 +142,20 @@ def test_the_libraries_logs_and_bars_show_only_with_verbose(tiny_encoder, tmp_pa
         assert line not in quiet and line in verbose, quiet + verbose
 
 
-@pytest.mark.parametrize("command, error", [
-    (["parse"], "data/corpus/sentences.parquet is missing"),
-    (["bench-task", "base", "ppdb", "-S", "bench.data_dir=nowhere"], "nowhere/ppdb/ppdb.json is missing"),
-    (["bench-task", "model", "turney", "-S", "bench.data_dir=nowhere"], "models/pearl is missing"),
+@pytest.mark.parametrize("command, error, unloaded", [
+    (["parse"], "data/corpus/sentences.parquet is missing", ("spacy", "torch")),
+    (["augment"], "data/typed/phrases.parquet is missing", ("spacy", "torch")),
+    (["average"], "models/finetuned/pearl_model.json is missing", ("transformers",)),
+    (["bench-task", "base", "ppdb", "-S", "bench.data_dir=nowhere"], "nowhere/ppdb/ppdb.json is missing",
+     ("torch", "sklearn", "scipy.stats")),
+    (["bench-task", "model", "turney", "-S", "bench.data_dir=nowhere"], "models/pearl is missing",
+     ("torch", "sklearn", "scipy.stats")),
 ])
-def test_a_stage_tells_a_missing_input_before_the_model_libraries_import(command, error, tmp_path):
-    """spaCy, torch and scikit-learn take 4–9 s to import: a missing input is told without them."""
+def test_a_stage_tells_a_missing_input_before_the_model_libraries_import(command, error, unloaded, tmp_path):
+    """spaCy, torch, transformers and scikit-learn take 2–9 s to import: a missing input is told without them."""
     (tmp_path / "params.yaml").write_bytes((ROOT / "params.yaml").read_bytes())
     code = (f"import sys\nfrom pearl.cli import main\ntry:\n    main({command!r})\nexcept SystemExit:\n    pass\n"
-            "print(sorted(m for m in ('spacy', 'torch', 'sklearn', 'scipy.stats') if m in sys.modules))")
+            f"print(sorted(m for m in {unloaded!r} if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert error in done.stderr
     assert done.stdout.strip() == "[]"

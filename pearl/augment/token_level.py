@@ -5,10 +5,10 @@ from __future__ import annotations
 import re
 import zlib
 from collections.abc import Iterable
+from functools import cache
 from pathlib import Path
 
 import numpy as np
-from spacy.lang.en.stop_words import STOP_WORDS
 
 from pearl.errors import MissingModelError, PearlError
 
@@ -25,10 +25,18 @@ def swap_adjacent(phrase: str, rng: np.random.Generator) -> str | None:
     return " ".join(tokens)
 
 
+@cache
+def _stop_words() -> frozenset[str]:
+    # on first use, not at import: spaCy (and torch, through thinc) take 3 s, and the stage checks its inputs first
+    from spacy.lang.en.stop_words import STOP_WORDS
+
+    return frozenset(STOP_WORDS)
+
+
 def _replaceable(token: str) -> bool:
     # Lower-case content words only: WordNet senses of capitalised words ("Times" →
     # "multiplication") would corrupt names rather than paraphrase them.
-    return token.isalpha() and token.islower() and token not in STOP_WORDS
+    return token.isalpha() and token.islower() and token not in _stop_words()
 
 
 def replace_with_synonyms(

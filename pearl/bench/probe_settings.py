@@ -13,7 +13,8 @@ class ProbeSettings:
     batch_size: int = 200
     max_epochs: int = 100
     patience: int = 5
-    device: str = "cpu"  # base.device (auto | cpu | cuda): the probes of a whole suite take minutes on CPU, seconds on a GPU
+    # base.device (auto | cpu | cuda): the probes of a whole suite take minutes on CPU, seconds on a GPU
+    device: str = "cpu"
 
 
 @dataclass(frozen=True)

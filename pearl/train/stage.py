@@ -84,11 +84,11 @@ def run_train(params: Params, inputs: TrainInputs = INPUTS, out_dir: Path = FINE
 
 def run_average(params: Params, source: Path = FINETUNED, out_dir: Path = EXPORT,
                 metrics: Path = Path("metrics/average.json"), phrases: Path = INPUTS.typed) -> dict:
+    model = PhraseModel.load(source)  # checks its files before it loads the backbone
     from transformers import AutoModel
 
     from pearl.types.predict import TypeHead
 
-    model = PhraseModel.load(source)
     typed = read_artifact(phrases, TYPED_PHRASES_SCHEMA)
     _, rows = heldout_split(typed.height, params.train.heldout_fraction, training_seed(params))
     heldout, heldout_labels = typed["phrase"].gather(rows).to_list(), typed["label_id"].to_numpy()[rows]

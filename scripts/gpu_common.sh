@@ -6,7 +6,7 @@
 #
 # PEARL_GPU_DRY_RUN=1 rehearses on CPU with this checkout's .venv: a few steps, two tasks per suite, and
 # all-MiniLM-L6-v2 in place of all-mpnet-base-v2 (whose teacher pass alone takes 16 min on 2 cores). Its stages
-# overwrite data/ and metrics/ here: `git checkout metrics` and `dvc checkout` after.
+# overwrite data/, models/, checkpoints/ and metrics/: rehearse in a copy of the checkout (the .venv linked in).
 out=${OUT:-/tmp/gpu-out}; res=/tmp/gpu-results; work=/tmp/gpu-work; models=/tmp/gpu-models; trained=/tmp/gpu-trained
 rm -rf "$res" && mkdir -p "$out" "$res"
 stamp() { echo "$(date +%T) $*" | tee -a "$res/timeline.txt"; }

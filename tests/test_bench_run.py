@@ -175,7 +175,7 @@ def test_an_explicit_omp_thread_count_is_kept_by_the_benchmark(monkeypatch):
     from pearl.params import load_params
 
     before = torch.get_num_threads()
-    monkeypatch.setattr(run.os, "cpu_count", lambda: 8)
+    monkeypatch.setattr(run, "available_cores", lambda: 8)
     monkeypatch.setattr(run, "Embedder", lambda *args: None)  # torch's threads are set as the encoder loads
     try:
         for omp, threads in (("1", 1), ("", 8)):

@@ -10,6 +10,7 @@ from pearl.artifacts import write_json
 from pearl.embedder import Embedder
 from pearl.bench.probe_settings import ProbeSettings
 from pearl.bench.task_names import STRING_TASKS
+from pearl.cores import available_cores
 from pearl.bench.tasks import TASKS, BenchContext
 from pearl.device import resolve_device
 from pearl.errors import PearlError
@@ -63,7 +64,7 @@ def _load_embedder(params: Params, model: str, prefix: str, param: str) -> Embed
         # torch's default is the physical cores; an explicit OMP_NUM_THREADS (side-by-side runs) wins
         import torch
 
-        torch.set_num_threads(os.cpu_count() or 1)
+        torch.set_num_threads(available_cores())
     b = params.bench
     return Embedder(model, prefix, b.batch_size, b.max_length, resolve_device(params.base.device), param)
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
@@ -13,6 +12,7 @@ import pyarrow as pa
 
 from pearl.artifacts import (CANDIDATES_SCHEMA, TYPED_PHRASES_SCHEMA, VARIANTS_SCHEMA, read_artifact, write_artifact,
                              write_json)
+from pearl.cores import available_cores
 from pearl.device import resolve_device
 from pearl.log import Stopwatch, get_logger
 from pearl.negatives import candidates as mining
@@ -36,7 +36,7 @@ KEY_PHRASES = 100_000  # at most this many phrases per WordKeys batch, and per s
 
 def candidate_settings(params: Params) -> CandidateSettings:
     n = params.negatives
-    threads = n.n_threads or os.cpu_count() or 1
+    threads = n.n_threads or available_cores()
     return CandidateSettings(n.top_k, n.min_edit_sim, n.scorer, n.block_top_m, n.block_key_cap, n.block_dim,
                              n.block_nprobe, threads, params.base.seed)
 

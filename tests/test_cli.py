@@ -145,7 +145,8 @@ def test_the_libraries_logs_and_bars_show_only_with_verbose(tiny_encoder, tmp_pa
 @pytest.mark.parametrize("command, error, unloaded", [
     (["parse"], "data/corpus/sentences.parquet is missing", ("spacy", "torch")),
     (["augment"], "data/typed/phrases.parquet is missing", ("spacy", "torch")),
-    (["average"], "models/finetuned/pearl_model.json is missing", ("transformers",)),
+    (["train"], "data/typed/phrases.parquet is missing", ("torch",)),
+    (["average"], "models/finetuned/pearl_model.json is missing", ("torch",)),
     (["bench-task", "base", "ppdb", "-S", "bench.data_dir=nowhere"], "nowhere/ppdb/ppdb.json is missing",
      ("torch", "sklearn", "scipy.stats")),
     (["bench-task", "model", "turney", "-S", "bench.data_dir=nowhere"], "models/pearl is missing",

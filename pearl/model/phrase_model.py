@@ -17,11 +17,10 @@ from torch import nn
 
 from pearl.errors import MissingModelError, PearlError, first_line
 from pearl.labels import NUM_LABELS
-from pearl.model import CONFIG
+from pearl.model import CONFIG, EXTRA_WEIGHTS, check_finetuned
 from pearl.model.char_encoder import CharEncoder, char_ids, combine
 from pearl.model_ids import load_failure, resolve_model
 
-EXTRA_WEIGHTS = "pearl_heads.pt"  # character encoder and type head, beside the backbone's files
 
 
 @dataclass(frozen=True)
@@ -112,10 +111,7 @@ class PhraseModel(nn.Module):
 
     @classmethod
     def load(cls, directory: Path) -> PhraseModel:
-        for name in (CONFIG, EXTRA_WEIGHTS):
-            if not (directory / name).is_file():
-                raise MissingModelError(f"{directory / name} is missing: run `dvc repro train` "
-                                        "(is this a model written by `pearl train`?)")
+        check_finetuned(directory)
         try:
             # the small files first: a damaged one fails before the backbone loads
             config = ModelConfig(**json.loads((directory / CONFIG).read_text()))

@@ -25,16 +25,9 @@ from pearl.train.checkpoint import clear_checkpoints, fingerprint, load_checkpoi
 from pearl.teacher.vectors import TeacherVectors
 from pearl.train.data import Batch, Sampling, StepBatches, TrainingSet, ViewFilter
 from pearl.train.distributed import World, average_gradients, close_world, gather_rows, init_world, share
+from pearl.train.inputs import TrainInputs, uses_teacher
 
 log = get_logger("train")
-
-
-@dataclass(frozen=True)
-class TrainInputs:
-    typed: Path
-    variants: Path
-    negatives: Path
-    teacher: Path
 
 
 @dataclass
@@ -89,12 +82,10 @@ def sampling_for(params: Params) -> Sampling:
 
 
 def teacher_inputs(params: Params, vectors: Path) -> tuple[TeacherVectors | None, ViewFilter | None]:
-    """(the teacher to distil, or None; the view filter, or None). Without model.teacher both are
-    off, whatever train.distill_weight, train.vector_distill_weight and train.view_min_cos say: the
-    recipe without a teacher."""
+    """(the teacher to distil, or None; the view filter, or None): both None unless `uses_teacher`."""
     t = params.train
     distilled = t.distill_weight > 0 or t.vector_distill_weight > 0
-    if params.model.teacher is None or (not distilled and t.view_min_cos is None):
+    if not uses_teacher(params):
         return None, None
     teacher = TeacherVectors.load(vectors, params.model.teacher)
     # alias views are not filtered here: augment keeps real aliases and has the teacher judge Moby's

@@ -11,15 +11,11 @@ import polars as pl
 from pearl.artifacts import TYPED_PHRASES_SCHEMA, atomic_dir, atomic_path, read_artifact, write_json
 from pearl.labels import LABELS
 from pearl.log import get_logger
-from pearl.model import EXPORT
-from pearl.model.averaging import average_state
-from pearl.model.export import export_sentence_transformer, load as load_export
-from pearl.model.phrase_model import PhraseModel
+from pearl.model import EXPORT, check_finetuned
 from pearl.model_ids import load_failure, resolve_model
 from pearl.params import Params
 from pearl.teacher.vectors import VECTORS
-from pearl.train.data import heldout_split
-from pearl.train.loop import TrainInputs, train, training_seed, type_accuracy
+from pearl.train.inputs import TrainInputs
 
 log = get_logger("train")
 
@@ -35,6 +31,9 @@ def _mean(rows: list[dict], key: str, first: bool, n: int) -> float | None:
 
 def run_train(params: Params, inputs: TrainInputs = INPUTS, out_dir: Path = FINETUNED,
               metrics: Path = Path("metrics/train.json"), log_path: Path = Path("metrics/train_log.csv")) -> dict:
+    inputs.check(params)
+    from pearl.train.loop import train, training_seed, type_accuracy  # torch: after the inputs' check
+
     result = train(params, inputs)
     if not result.world.main:
         return {}
@@ -84,9 +83,16 @@ def run_train(params: Params, inputs: TrainInputs = INPUTS, out_dir: Path = FINE
 
 def run_average(params: Params, source: Path = FINETUNED, out_dir: Path = EXPORT,
                 metrics: Path = Path("metrics/average.json"), phrases: Path = INPUTS.typed) -> dict:
-    model = PhraseModel.load(source)  # checks its files before it loads the backbone
+    check_finetuned(source)
+    from pearl.model.phrase_model import PhraseModel
+
+    model = PhraseModel.load(source)
     from transformers import AutoModel
 
+    from pearl.model.averaging import average_state
+    from pearl.model.export import export_sentence_transformer, load as load_export
+    from pearl.train.data import heldout_split
+    from pearl.train.loop import training_seed, type_accuracy
     from pearl.types.predict import TypeHead
 
     typed = read_artifact(phrases, TYPED_PHRASES_SCHEMA)

@@ -128,13 +128,14 @@ def macro(per: dict[str, dict], shared: list[str]) -> dict[str, float]:
     return out
 
 
-SEEDED = re.compile(r"(.+)-s(\d+)(, .+)$")  # a model trained with several seeds: NAME-sSEED, how it joined
+SEEDED = re.compile(r"(.+)-s\d+(, .+)$")  # a model trained with several seeds: NAME-sSEED, how it joined
 
 
 def summary_tables(rows: dict[str, dict[str, dict]], autofj_rows: dict[str, dict], names: list[str],
                    splits: list[str] = list(SPLITS)) -> list[str]:
     """Per split, a Markdown table of each system's macro means over the datasets AutoFJ finished. Where a model
-    ran with several seeds, a row gives the mean and sample standard deviation of their macro means."""
+    ran with several seeds, a row gives the mean and sample standard deviation of their macro means (of their
+    median seconds, the mean)."""
     tables = []
     columns = ("precision", "recall", "f1", "at", "seconds")
     for split in splits:
@@ -144,42 +145,47 @@ def summary_tables(rows: dict[str, dict[str, dict]], autofj_rows: dict[str, dict
             continue
         lines = [f"**{split}: {len(shared)} datasets**", "",
                  "| system | P | R | F1 | R at AutoFJ's P | median s |", "|---|---|---|---|---|---|"]
-        seeded: dict[str, list[dict[str, float]]] = {}
+        seeded: dict[tuple[str, str], list[dict[str, float]]] = {}
         for system, per in rows.items():
             means = macro(per, shared)
             lines.append(f"| {system} | " + " | ".join(f"{means[k]:.{1 if k == 'seconds' else 3}f}" for k in columns)
                          + " |")
             if (match := SEEDED.match(system)):
-                seeded.setdefault(f"{match.group(1)} (mean ± std of {{n}} seeds){match.group(3)}", []).append(means)
-        for system, runs in seeded.items():
+                seeded.setdefault((match.group(1), match.group(2)), []).append(means)
+        for (model, how), runs in seeded.items():
             if len(runs) > 1:
                 cells = [f"{np.mean([r[k] for r in runs]):.{1 if k == 'seconds' else 3}f}"
                          + ("" if k == "seconds" else f" ± {np.std([r[k] for r in runs], ddof=1):.3f}") for k in columns]
-                lines.append(f"| {system.format(n=len(runs))} | " + " | ".join(cells) + " |")
+                lines.append(f"| {model} (mean ± sample std of {len(runs)} seeds){how} | " + " | ".join(cells) + " |")
         tables.append("\n".join(lines) + "\n")
     return tables
 
 
-def write_markdown(path: Path, rows: dict[str, dict[str, dict]], autofj_rows: dict[str, dict], names: list[str]) -> None:
+def write_markdown(path: Path, rows: dict[str, dict[str, dict]], autofj_rows: dict[str, dict], names: list[str],
+                   source: str) -> None:
     tables = summary_tables(rows, autofj_rows, names, ["all 50", "held-out 25"])  # the README's
-    path.write_text(f"<!-- written by benchmarks/join_autofj.py on {os.cpu_count()} cores -->\n\n" + "\n".join(tables))
+    path.write_text(f"<!-- written by benchmarks/join_autofj.py {source} -->\n\n" + "\n".join(tables))
 
 
 def tables_from(files: list[Path], markdown: Path | None) -> None:
-    """The tables of earlier runs' --out files (one run per model, say), AutoFJ's rows taken from the first."""
+    """The tables of earlier runs' --out files (one run per model, say), AutoFJ's rows taken from the first, over
+    the datasets that every system joined. Their seconds are those of the runs that wrote the files."""
     rows: dict[str, dict[str, dict]] = {}
     for file in files:
         try:
-            rows |= {system: per for system, per in json.loads(file.read_text()).items() if system not in rows}
+            read = json.loads(file.read_text())
         except (OSError, ValueError) as error:
             raise SystemExit(f"error: {file} is not a --out file of this benchmark ({error})")
+        if not isinstance(read, dict):
+            raise SystemExit(f"error: {file} is not a --out file of this benchmark (no systems in it)")
+        rows |= {system: per for system, per in read.items() if system not in rows}
     if "AutoFJ" not in rows:
         raise SystemExit("error: no AutoFJ rows in the --tables-from files")
     rows = {"AutoFJ": rows.pop("AutoFJ"), **dict(sorted(rows.items()))}
-    names = sorted({name for per in rows.values() for name in per})
+    names = sorted(set.intersection(*(set(per) for system, per in rows.items() if system != "AutoFJ")))
     print("\n".join(summary_tables(rows, rows["AutoFJ"], names)))
     if markdown:
-        write_markdown(markdown, rows, rows["AutoFJ"], names)
+        write_markdown(markdown, rows, rows["AutoFJ"], names, "--tables-from " + " ".join(f.name for f in files))
 
 
 def main() -> None:
@@ -241,7 +247,7 @@ def main() -> None:
           "each system is scored on the datasets AutoFJ finished, side by side")
     print("\n".join(summary_tables(rows, autofj_rows, names)))
     if args.markdown:
-        write_markdown(args.markdown, rows, autofj_rows, names)
+        write_markdown(args.markdown, rows, autofj_rows, names, f"on {os.cpu_count()} cores")
     if args.out:
         args.out.write_text(json.dumps(rows, indent=2) + "\n")
 

@@ -1,6 +1,7 @@
-"""Record a scripts/gpu_train_base.sh run: `python scripts/gpu_table.py RESULTS_DIR RECORD_DIR`, RESULTS_DIR being
-its results.tgz unpacked. Writes RECORD_DIR/run.json (every score, the stages' metrics, the software) and
-RECORD_DIR/run.md (the tables), and prints the tables. Where several training seeds ran (pearl-base-sSEED), a row
+"""Record a GPU script's run (scripts/gpu_*.sh): `python scripts/gpu_table.py RESULTS_DIR RECORD_DIR`, RESULTS_DIR
+being its results.tgz unpacked. Writes RECORD_DIR/run.json (every score, the stages' metrics, the software) and
+RECORD_DIR/run.md (the tables of the suites that ran, and the join tables of scripts/gpu_join_models.sh, whose
+per-dataset rows are copied to RECORD_DIR/join/), and prints the tables. Where several training seeds ran (pearl-base-sSEED), a row
 gives their mean and one their sample standard deviation, in the columns that every seed finished.
 
 Beside the paper's 9-task average: the clean-PPDB one and the mean of the seven tasks without a trained probe,
@@ -8,6 +9,7 @@ which fp16 rounding moves least (issue 39)."""
 
 import json
 import re
+import shutil
 import statistics
 import sys
 from pathlib import Path
@@ -57,6 +59,8 @@ def record(results: Path) -> dict:
 def markdown(run: dict) -> str:
     lines = []
     for suite, columns in COLUMNS.items():
+        if not run["scores"][suite]:
+            continue
         titles = [TITLES.get(c, "Probe-free (7)") for c in columns]
         lines += [f"### {suite} suite", "", "| system | " + " | ".join(titles) + " |", "|---" * (len(columns) + 1) + "|"]
         for system, row in run["scores"][suite].items():
@@ -67,10 +71,17 @@ def markdown(run: dict) -> str:
 
 def main(results: Path, out: Path) -> None:
     run = record(results)
+    text = markdown(run)
+    if (results / "join.md").is_file():  # benchmarks/join_autofj.py --tables-from, on that machine
+        text += ("### joins (benchmarks/join_autofj.py; the seconds are no speed figure: the GPU machine's, with the "
+                 "joins and trainings side by side, and AutoFJ's of its 2-core run)\n\n" + (results / "join.md").read_text())
+        (out / "join").mkdir(parents=True, exist_ok=True)
+        for rows in sorted((results / "join").glob("*.json")):
+            shutil.copyfile(rows, out / "join" / rows.name)
     write_json(run, out / "run.json")
     with atomic_path(out / "run.md") as tmp:
-        tmp.write_text(markdown(run))
-    print(markdown(run))
+        tmp.write_text(text)
+    print(text)
 
 
 if __name__ == "__main__":

@@ -155,7 +155,7 @@ def test_unloadable_backbone_is_one_line_error(tmp_path):
 
 def test_damaged_head_weights_fail_before_the_backbone_loads(tiny_encoder, tmp_path, monkeypatch):
     from pearl.errors import MissingModelError
-    from pearl.model import EXTRA_WEIGHTS
+    from pearl.model.finetuned import EXTRA_WEIGHTS
 
     PhraseModel(ModelConfig(str(tiny_encoder), "", 16, True, 8, 0.5)).save(tmp_path)
     heads = tmp_path / EXTRA_WEIGHTS

@@ -136,7 +136,7 @@ def _params(make_params, tiny_encoder, tmp_path, **extra):
 
 
 def _train(params, toy, out):
-    from pearl.train.loop import TrainInputs
+    from pearl.train.inputs import TrainInputs
     from pearl.train.stage import run_train
 
     out.mkdir(exist_ok=True)
@@ -358,3 +358,20 @@ def test_a_checkpoint_holding_an_arbitrary_object_is_refused(tmp_path):
     marker = tmp_path / "ran"
     torch.save({"step": 2, "fingerprint": "run", "log": [_Payload(marker)]}, tmp_path / LATEST)
     assert load_checkpoint(tmp_path, "run") is None and not marker.exists()
+
+
+def test_the_inputs_check_reads_the_teacher_vectors_only_where_training_uses_them(make_params, toy):
+    from pearl.errors import PearlError
+    from pearl.train.inputs import TrainInputs
+
+    toy["teacher"].unlink()
+    inputs = TrainInputs(toy["typed"], toy["variants"], toy["negatives"], toy["teacher"])
+    inputs.check(make_params(model__teacher=None))
+    inputs.check(make_params(model__teacher="toy-teacher", train__distill_weight=0.0,
+                             train__vector_distill_weight=0.0, train__view_min_cos=None))
+    for used in ({"train__distill_weight": 1.0}, {"train__distill_weight": 0.0, "train__view_min_cos": 0.5}):
+        with pytest.raises(PearlError, match="teacher.parquet is missing"):
+            inputs.check(make_params(model__teacher="toy-teacher", **used))
+    toy["negatives"].write_bytes(b"not parquet")
+    with pytest.raises(PearlError, match="negatives.parquet is not a readable Parquet file"):
+        inputs.check(make_params(model__teacher=None))

@@ -17,10 +17,10 @@ from torch import nn
 
 from pearl.errors import MissingModelError, PearlError, first_line
 from pearl.labels import NUM_LABELS
-from pearl.model import CONFIG, EXTRA_WEIGHTS, check_finetuned
+from pearl.model import CONFIG
 from pearl.model.char_encoder import CharEncoder, char_ids, combine
+from pearl.model.finetuned import EXTRA_WEIGHTS, check_finetuned
 from pearl.model_ids import load_failure, resolve_model
-
 
 
 @dataclass(frozen=True)

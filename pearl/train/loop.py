@@ -186,7 +186,7 @@ def train(params: Params, inputs: TrainInputs) -> TrainResult:
     scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=t.lr_decay_steps, gamma=t.lr_decay_rate)
     checkpoints = Path(t.checkpoint_dir)
     run_id = fingerprint(params, [inputs.typed, inputs.variants, inputs.negatives]
-                         + ([inputs.teacher] if teacher is not None or view_filter is not None else []))
+                         + ([inputs.teacher] if uses_teacher(params) else []))
     state = load_checkpoint(checkpoints, run_id)
     start, rows = 0, []
     if state is not None:

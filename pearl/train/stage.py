@@ -8,10 +8,11 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from pearl.artifacts import TYPED_PHRASES_SCHEMA, atomic_dir, atomic_path, read_artifact, write_json
+from pearl.artifacts import TYPED_PHRASES_SCHEMA, artifact_files, atomic_dir, atomic_path, read_artifact, write_json
 from pearl.labels import LABELS
 from pearl.log import get_logger
-from pearl.model import EXPORT, check_finetuned
+from pearl.model import EXPORT
+from pearl.model.finetuned import check_finetuned
 from pearl.model_ids import load_failure, resolve_model
 from pearl.params import Params
 from pearl.teacher.vectors import VECTORS
@@ -84,6 +85,8 @@ def run_train(params: Params, inputs: TrainInputs = INPUTS, out_dir: Path = FINE
 def run_average(params: Params, source: Path = FINETUNED, out_dir: Path = EXPORT,
                 metrics: Path = Path("metrics/average.json"), phrases: Path = INPUTS.typed) -> dict:
     check_finetuned(source)
+    artifact_files(phrases, TYPED_PHRASES_SCHEMA)
+    # torch and transformers: after the inputs' checks
     from pearl.model.phrase_model import PhraseModel
 
     model = PhraseModel.load(source)

@@ -1,5 +1,5 @@
 """The README's generated tables, never copied by hand: the headline table, made from metrics/summary.md (the
-`report` stage's output), and the join table, metrics/join/summary.md as benchmarks/join_autofj.py wrote it.
+`report` stage's output), and the join table, from metrics/join/summary.md as benchmarks/join_autofj.py wrote it.
 
     python scripts/readme_table.py           # rewrite the README's blocks between their markers
     python scripts/readme_table.py --check   # exit 1 when a block is stale
@@ -65,8 +65,10 @@ def headline(summary: str) -> str:
 
 
 def join_table(summary: str) -> str:
-    """The join benchmark's tables without the comment line that says which script wrote them."""
-    return "\n".join(line for line in summary.splitlines() if not line.startswith("<!--")).strip("\n") + "\n"
+    """The join benchmark's tables at `pearl join`'s default flags: without the comment line that says which
+    script wrote them, and without the calibrated cut's rows, which docs/measurements.md keeps."""
+    kept = [line for line in summary.splitlines() if not line.startswith("<!--") and ", calibrated cut |" not in line]
+    return "\n".join(kept).strip("\n") + "\n"
 
 
 def blocks() -> dict[str, str]:

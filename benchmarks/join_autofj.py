@@ -155,7 +155,8 @@ def summary_tables(rows: dict[str, dict[str, dict]], autofj_rows: dict[str, dict
         for (model, how), runs in seeded.items():
             if len(runs) > 1:
                 cells = [f"{np.mean([r[k] for r in runs]):.{1 if k == 'seconds' else 3}f}"
-                         + ("" if k == "seconds" else f" ± {np.std([r[k] for r in runs], ddof=1):.3f}") for k in columns]
+                         + ("" if k == "seconds" else f" ± {np.std([r[k] for r in runs], ddof=1):.3f}")
+                         for k in columns]
                 lines.append(f"| {model} (mean ± sample std of {len(runs)} seeds){how} | " + " | ".join(cells) + " |")
         tables.append("\n".join(lines) + "\n")
     return tables

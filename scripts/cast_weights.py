@@ -21,7 +21,8 @@ def cast(source: Path, target: Path, dtype: torch.dtype) -> None:
     shutil.rmtree(target, ignore_errors=True)
     skipped = shutil.ignore_patterns("model.safetensors", "*.bin", "*.onnx", "onnx", "openvino", ".git*")
     # the root's weights only: a PEARL export's module folders (2_CharFeatures, ...) keep theirs, as they are
-    shutil.copytree(source, target, ignore=lambda folder, names: skipped(folder, names) if Path(folder) == source else [])
+    shutil.copytree(source, target,
+                    ignore=lambda folder, names: skipped(folder, names) if Path(folder) == source else [])
     weights = {name: tensor.to(dtype) if tensor.is_floating_point() else tensor
                for name, tensor in load_file(source / "model.safetensors").items()}
     save_file(weights, target / "model.safetensors", metadata={"format": "pt"})

@@ -1,6 +1,6 @@
-# Sourced by scripts/gpu_train_base.sh, gpu_distill_small.sh and gpu_join_models.sh on a GPU machine lent by the device tool,
-# from the repository's root: joins scripts/gpu_pack.sh's pieces from /tmp/stage, installs their wheels, casts both
-# backbones back to fp32 into $models and copies the front half's data into data/. Then defines `stamp`, `pearl`,
+# Sourced by scripts/gpu_train_base.sh, gpu_distill_small.sh and gpu_join_models.sh on a GPU machine lent by the
+# device tool, from the repository's root: joins scripts/gpu_pack.sh's pieces from /tmp/stage, installs their
+# wheels, casts both backbones back to fp32 into $models and copies the front half's data into data/. Then defines `stamp`, `pearl`,
 # `bench` and `run_stage` (which reads the caller's `set_`), and saves $res to $OUT/results.tgz every 20 s, so that
 # a call stopped at its limit still returns what it measured; `finish PID...` waits for them and saves it last.
 #

@@ -5,9 +5,9 @@
 #   pearl-small  all-MiniLM-L6-v2 at the recipe of the default `dvc repro` on 2 cores (batch 64, 540 steps, fp32);
 # each exported as the default (average stage's params), then joins the 50 AutoFJ datasets with each export and
 # with the untuned peers and `string` beside them (benchmarks/join_autofj.py, default flags, AutoFJ's committed
-# outputs). The joins run beside the trainings and each other, so their seconds are no speed figure; the 2-core
-# ones are measured where AutoFJ's were, from PEARL-small's seed-42 export, which comes back in
-# fp16 pieces ($OUT/pearl-small-s42.tar.NN), so that its 2-core seconds can be measured where AutoFJ's were.
+# outputs). The joins run beside the trainings and each other, so their seconds are no speed figure. PEARL-small's
+# seed-42 export comes back in fp16 pieces ($OUT/pearl-small-s42.tar.NN), so that its 2-core seconds can be measured
+# where AutoFJ's were.
 #
 #   here:  bash scripts/gpu_pack.sh, then the pieces as in scripts/gpu_train_base.sh; the last call runs this
 #   here:  python scripts/gpu_table.py UNPACKED_RESULTS metrics/gpu/NAME, and the join tables are in

@@ -1,8 +1,9 @@
 """Record a GPU script's run (scripts/gpu_*.sh): `python scripts/gpu_table.py RESULTS_DIR RECORD_DIR`, RESULTS_DIR
 being its results.tgz unpacked. Writes RECORD_DIR/run.json (every score, the stages' metrics, the software) and
 RECORD_DIR/run.md (the tables of the suites that ran, and the join tables of scripts/gpu_join_models.sh, whose
-per-dataset rows are copied to RECORD_DIR/join/), and prints the tables. Where several training seeds ran (pearl-base-sSEED), a row
-gives their mean and one their sample standard deviation, in the columns that every seed finished.
+per-dataset rows are copied to RECORD_DIR/join/), and prints the tables. Where several training seeds ran
+(pearl-base-sSEED), a row gives their mean and one their sample standard deviation, in the columns that every seed
+finished.
 
 Beside the paper's 9-task average: the clean-PPDB one and the mean of the seven tasks without a trained probe,
 which fp16 rounding moves least (issue 39)."""
@@ -72,9 +73,10 @@ def markdown(run: dict) -> str:
 def main(results: Path, out: Path) -> None:
     run = record(results)
     text = markdown(run)
-    if (results / "join.md").is_file():  # benchmarks/join_autofj.py --tables-from, on that machine
+    if (results / "join.md").is_file():  # benchmarks/join_autofj.py --tables-from
         text += ("### joins (benchmarks/join_autofj.py; the seconds are no speed figure: the GPU machine's, with the "
-                 "joins and trainings side by side, and AutoFJ's of its 2-core run)\n\n" + (results / "join.md").read_text())
+                 "joins and trainings side by side, and AutoFJ's of its 2-core run)\n\n")
+        text += (results / "join.md").read_text()
         (out / "join").mkdir(parents=True, exist_ok=True)
         for rows in sorted((results / "join").glob("*.json")):
             shutil.copyfile(rows, out / "join" / rows.name)

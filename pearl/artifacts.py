@@ -18,7 +18,7 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -281,9 +281,7 @@ def read_artifact(path: str | Path, schema: ArtifactSchema) -> pl.DataFrame:
         except Exception as error:  # polars raises several types for corrupt files
             raise _unreadable(file, path, redo, error) from None
     df = pl.concat(frames)
-    absent = [c for c in schema.columns if c not in df.columns]
-    if absent:
-        raise PearlError(f"{path} lacks column(s) {', '.join(absent)}: {redo}")
+    _check_present(path, df.columns, schema, redo)
     _check_rows(df.height, path, schema, redo)
     checked = {**schema.columns, **{c: k for c, k in schema.extra.items() if c in df.columns}}
     for name, column in checked.items():
@@ -311,9 +309,8 @@ def artifact_files(path: str | Path, schema: ArtifactSchema) -> tuple[list[Path]
             types = pl.read_parquet_schema(file)
         except Exception as error:
             raise _unreadable(file, path, redo, error) from None
+        _check_present(file, types, schema, redo)
         for name, column in schema.columns.items():
-            if name not in types:
-                raise PearlError(f"{file} lacks column {name}: {redo}")
             if not _KINDS[column.kind](types[name]):
                 raise PearlError(f"{file}: column {name} has type {types[name]}, expected {column.kind}: {redo}")
     _check_rows(rows, path, schema, redo)
@@ -332,6 +329,12 @@ def _located(path: str | Path, schema: ArtifactSchema) -> tuple[Path, str, list[
 def _unreadable(file: Path, path: Path, redo: str, error: Exception) -> PearlError:
     return PearlError(f"{file} is not a readable Parquet file ({_unreadable_part(file, error)}): "
                       f"delete {path} and {redo}")
+
+
+def _check_present(where: Path, columns: Collection[str], schema: ArtifactSchema, redo: str) -> None:
+    absent = [c for c in schema.columns if c not in columns]
+    if absent:
+        raise PearlError(f"{where} lacks column(s) {', '.join(absent)}: {redo}")
 
 
 def _check_rows(rows: int, path: Path, schema: ArtifactSchema, redo: str) -> None:

@@ -1,8 +1,9 @@
 # Sourced by scripts/gpu_train_base.sh, gpu_distill_small.sh and gpu_join_models.sh on a GPU machine lent by the
 # device tool, from the repository's root: joins scripts/gpu_pack.sh's pieces from /tmp/stage, installs their
-# wheels, casts both backbones back to fp32 into $models and copies the front half's data into data/. Then defines `stamp`, `pearl`,
-# `bench` and `run_stage` (which reads the caller's `set_`), and saves $res to $OUT/results.tgz every 20 s, so that
-# a call stopped at its limit still returns what it measured; `finish PID...` waits for them and saves it last.
+# wheels, casts both backbones back to fp32 into $models and copies the front half's data into data/. Then defines
+# `stamp`, `pearl`, `bench` and `run_stage` (which reads the caller's `set_`), and saves $res to $OUT/results.tgz
+# every 20 s, so that a call stopped at its limit still returns what it measured; `finish PID...` waits for them and
+# saves it last.
 #
 # PEARL_GPU_DRY_RUN=1 rehearses on CPU with this checkout's .venv: a few steps, two tasks per suite, and
 # all-MiniLM-L6-v2 in place of all-mpnet-base-v2 (whose teacher pass alone takes 16 min on 2 cores). Its stages

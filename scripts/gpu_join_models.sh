@@ -44,7 +44,7 @@ jobs_=()
 for peer in all-MiniLM-L6-v2 all-mpnet-base-v2; do
   ln -s "$models/$peer" "$joins/$peer" && { join_with "$peer" & jobs_+=($!); }
 done
-( join_with string ) & jobs_+=($!)
+join_with string & jobs_+=($!)
 for seed in "${seeds[@]}"; do
   model_arm pearl-base "$seed" "$base" "${scale[@]}" & jobs_+=($!)
   model_arm pearl-small "$seed" "$models/all-MiniLM-L6-v2" "${small_scale[@]}" & jobs_+=($!)

@@ -25,7 +25,7 @@ from pearl.train.checkpoint import clear_checkpoints, fingerprint, load_checkpoi
 from pearl.teacher.vectors import TeacherVectors
 from pearl.train.data import Batch, Sampling, StepBatches, TrainingSet, ViewFilter
 from pearl.train.distributed import World, average_gradients, close_world, gather_rows, init_world, share
-from pearl.train.inputs import TrainInputs, uses_teacher
+from pearl.train.inputs import TrainInputs, distils, uses_teacher
 
 log = get_logger("train")
 
@@ -84,14 +84,13 @@ def sampling_for(params: Params) -> Sampling:
 def teacher_inputs(params: Params, vectors: Path) -> tuple[TeacherVectors | None, ViewFilter | None]:
     """(the teacher to distil, or None; the view filter, or None): both None unless `uses_teacher`."""
     t = params.train
-    distilled = t.distill_weight > 0 or t.vector_distill_weight > 0
     if not uses_teacher(params):
         return None, None
     teacher = TeacherVectors.load(vectors, params.model.teacher)
     # alias views are not filtered here: augment keeps real aliases and has the teacher judge Moby's
     levels = tuple(level for level in ("token", "phrase") if getattr(t, f"p_{level}") > 0)
     view_filter = None if t.view_min_cos is None else ViewFilter(t.view_min_cos, levels, teacher)
-    return (teacher if distilled else None), view_filter
+    return (teacher if distils(params) else None), view_filter
 
 
 def loader_workers(setting: int | str, device: torch.device) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+from tqdm import tqdm
 
 from pearl.errors import PearlError
 from pearl.log import Stopwatch, get_logger
@@ -18,8 +19,11 @@ PROGRESS_BAR_ABOVE = 2_000
 class Embedder:
     """L2-normalised float32 embeddings; duplicate inputs are encoded once.
 
-    sentence-transformers sorts each call's inputs by length before batching, so padding
-    stays small. A plain HF encoder without sentence-transformers files gets mean pooling.
+    Batches are cut from the inputs sorted by token count, one sentence-transformers call each:
+    sentence-transformers sorts by characters, which pads short names badly (names of equal length
+    differ in tokens), and padding was a large share of the work on names
+    (docs/measurements.md#encode-batching, benchmarks/encode_batching.py). A plain HF encoder
+    without sentence-transformers files gets mean pooling.
     """
 
     def __init__(self, model: str, prefix: str, batch_size: int, max_length: int, device: str, param: str = "--model"):
@@ -49,18 +53,31 @@ class Embedder:
         if not texts:
             return np.zeros((0, self.model.get_embedding_dimension()), dtype=np.float32)
         unique = list(dict.fromkeys(texts))
+        prefixed = [self.prefix + text for text in unique]
         clock = Stopwatch()
-        vectors = self.model.encode(
-            [self.prefix + text for text in unique],
-            batch_size=self.batch_size,
-            show_progress_bar=len(unique) > PROGRESS_BAR_ABOVE,
-            convert_to_numpy=True,
-            normalize_embeddings=True,
-        ).astype(np.float32)
+        vectors = np.empty((len(unique), self.model.get_embedding_dimension()), dtype=np.float32)
+        batches = token_sorted_batches(self.model, prefixed, self.batch_size)
+        for batch in tqdm(batches, desc="encode", unit=" batch", mininterval=2,
+                          disable=len(unique) <= PROGRESS_BAR_ABOVE):
+            vectors[batch] = self.model.encode([prefixed[i] for i in batch], batch_size=len(batch),
+                                               convert_to_numpy=True, normalize_embeddings=True)
         if len(unique) > PROGRESS_BAR_ABOVE:
             clock.report(log, len(unique), "strings")
         position = {text: i for i, text in enumerate(unique)}
         return vectors[[position[text] for text in texts]]
+
+
+def token_sorted_batches(model, texts: list[str], batch_size: int) -> list[np.ndarray]:
+    """Indices of `texts` in batches of `batch_size`, longest first by the model's token count (capped at what it
+    reads); by characters where the model has no tokenizer."""
+    tokenizer = getattr(model, "tokenizer", None)
+    if tokenizer is None:
+        lengths = [len(text) for text in texts]
+    else:
+        ids = tokenizer(texts, truncation=True, max_length=model.max_seq_length)["input_ids"]
+        lengths = [len(row) for row in ids]
+    order = np.argsort(-np.asarray(lengths), kind="stable")
+    return [order[start:start + batch_size] for start in range(0, len(order), batch_size)]
 
 
 def pair_cosine(embedder: Embedder, left: list[str], right: list[str]) -> np.ndarray:

@@ -69,7 +69,10 @@ class Embedder:
 
 def token_sorted_batches(model, texts: list[str], batch_size: int) -> list[np.ndarray]:
     """Indices of `texts` in batches of `batch_size`, longest first by the model's token count (capped at what it
-    reads); by characters where the model has no tokenizer."""
+    reads); by characters where the model has no tokenizer. Texts that fit in one batch stay as they are, untokenized:
+    one batch pads to its longest text in any order (a served request, a link query)."""
+    if len(texts) <= batch_size:
+        return [np.arange(len(texts))]
     tokenizer = getattr(model, "tokenizer", None)
     if tokenizer is None:
         lengths = [len(text) for text in texts]

@@ -20,6 +20,8 @@ def test_batches_run_longest_first_by_tokens_and_cover_each_text_once(tiny_encod
     by_chars = np.argsort([-len(t) for t in TEXTS], kind="stable")
     padded = lambda order: sum(len(b) * max(tokens[i] for i in b) for b in np.array_split(order, [3, 6]))  # noqa: E731
     assert padded(order) < padded(by_chars)
+    # texts that fit in one batch keep their order: that batch's padding is the same in any order
+    assert [b.tolist() for b in token_sorted_batches(model, TEXTS, len(TEXTS))] == [list(range(len(TEXTS)))]
 
 
 def test_vectors_match_one_sentence_transformers_call_in_the_input_order(tiny_encoder):

@@ -64,17 +64,25 @@ def test_wordnet_synonyms_from_the_installed_data():
 
 
 def test_missing_wordnet_is_a_one_line_error(tmp_path):
+    (tmp_path / "corpora" / "wordnet").mkdir(parents=True)
+    (tmp_path / "corpora" / "wordnet" / "lexnames").write_text("00\tadj.all\t3\n")  # the rest missing
+    for folder in (tmp_path / "nowhere", tmp_path):
+        with pytest.raises(PearlError, match="WordNet is not in"):
+            token_level.wordnet_synonyms({"big"}, folder)
+
+
+def test_wordnet_reads_the_synsets_nltks_own_reader_reads():
     import nltk
 
-    saved = list(nltk.data.path)
+    words = ["newspaper", "big", "run", "New_York", "dog"]
+    ours = token_level.load_wordnet(ROOT / "nltk_data")
+    nltk.data.path.insert(0, str(ROOT / "nltk_data"))
     try:
-        nltk.data.path[:] = []
-        with pytest.raises(PearlError, match="WordNet is not in"):
-            from nltk.corpus import wordnet
-            wordnet._unload() if hasattr(wordnet, "_unload") else None
-            token_level.wordnet_synonyms({"big"}, tmp_path)
+        from nltk.corpus import wordnet
+
+        assert [ours.synsets(word) for word in words] == [wordnet.synsets(word) for word in words]
     finally:
-        nltk.data.path[:] = saved
+        nltk.data.path.remove(str(ROOT / "nltk_data"))
 
 
 def test_fasttext_on_a_tiny_corpus_is_deterministic_and_finds_neighbours():

@@ -60,22 +60,32 @@ def phrase_words(phrases: Iterable[str]) -> set[str]:
     return {t for phrase in phrases for t in phrase.split() if _replaceable(t)}
 
 
+@cache
 def load_wordnet(nltk_data: Path):
     """nltk's WordNet reader over `nltk_data`, or a one-line error saying how to install it."""
+    import warnings
+
     import nltk
+    from nltk.corpus.reader.wordnet import WordNetCorpusReader
 
-    if str(nltk_data) not in nltk.data.path:
+    class EnglishWordNet(WordNetCorpusReader):
+        def map_wn(self, version="wordnet"):
+            # nltk maps WordNet 3.0's synsets onto the loaded version's for the multilingual (OMW) data, which
+            # pearl never reads: reading index.sense twice for that took 3.6 s of the 6.1 s load
+            return None
+
+    if str(nltk_data) not in nltk.data.path:  # nltk reads corpora only from its data folders
         nltk.data.path.insert(0, str(nltk_data))
-    from nltk.corpus import wordnet
-
     try:
-        wordnet.ensure_loaded()
-    except LookupError:
+        folder = nltk.data.find("corpora/wordnet", paths=[str(nltk_data)])
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", "The multilingual functions are not available")
+            return EnglishWordNet(folder, None)
+    except (LookupError, OSError):
         raise PearlError(
             f"WordNet is not in {nltk_data}/corpora/wordnet: run `bash scripts/setup.sh` as root "
             "(it installs Debian's wordnet-base and prepares the folder) or set augment.nltk_data"
         ) from None
-    return wordnet
 
 
 def wordnet_synonyms(words: set[str], nltk_data: Path) -> dict[str, list[str]]:

@@ -56,8 +56,7 @@ class Embedder:
         prefixed = [self.prefix + text for text in unique]
         clock = Stopwatch()
         vectors = np.empty((len(unique), self.model.get_embedding_dimension()), dtype=np.float32)
-        batches = token_sorted_batches(self.model, prefixed, self.batch_size)
-        for batch in tqdm(batches, desc="encode", unit=" batch", mininterval=2,
+        for batch in tqdm(self.batches(unique), desc="encode", unit=" batch", mininterval=2,
                           disable=len(unique) <= PROGRESS_BAR_ABOVE):
             vectors[batch] = self.model.encode([prefixed[i] for i in batch], batch_size=len(batch),
                                                convert_to_numpy=True, normalize_embeddings=True)
@@ -65,6 +64,10 @@ class Embedder:
             clock.report(log, len(unique), "strings")
         position = {text: i for i, text in enumerate(unique)}
         return vectors[[position[text] for text in texts]]
+
+    def batches(self, texts: list[str]) -> list[np.ndarray]:
+        """The batches `embed` encodes these distinct texts in, as indices into them."""
+        return token_sorted_batches(self.model, [self.prefix + text for text in texts], self.batch_size)
 
 
 def token_sorted_batches(model, texts: list[str], batch_size: int) -> list[np.ndarray]:

@@ -32,15 +32,14 @@ def encode_on_ray(texts: list[str], build: Callable[[], Embedder], batch: tuple[
     """What `build().embed(texts)` gives for these distinct texts. `batch` is the embedder's batch
     param and size; `stage.batch_size` (texts per actor call) must be a multiple of it.
 
-    sentence-transformers encodes a call's texts longest first (by characters) in batches, each
-    padded to its longest. The actors get the same batches of that order, so every text is padded
-    as it is locally and gets the same floats, not merely close ones."""
+    The actors get the texts in the order of the local embedder's batches (by token count), so each
+    actor call holds whole batches and every text is padded as it is locally: the same floats, not
+    merely close ones. The driver loads the model once for that order (its tokenizer)."""
     batch_param, batch_size = batch
     if stage.batch_size % batch_size:
         raise PearlError(f"ray.{name}.batch_size={stage.batch_size} must be a multiple of {batch_param}={batch_size}, "
                          "so that the actors encode the local engine's batches")
-    order = np.argsort([-len(text) for text in texts])  # as SentenceTransformer.encode orders them
-    rows = pa.table({"text": pa.array([texts[i] for i in order], pa.string())})
+    rows = pa.table({"text": pa.array([texts[i] for batch in build().batches(texts) for i in batch], pa.string())})
     position = {text: i for i, text in enumerate(texts)}
     matrix = None
     for out in map_with_actors(rows, EncoderActor, (build,), stage, name, source, run):

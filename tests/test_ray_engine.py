@@ -162,6 +162,33 @@ def test_the_teacher_on_ray_writes_the_local_engines_vectors_bit_for_bit(make_pa
                           tmp_path / "x.json")
 
 
+def test_the_actors_make_the_local_embedders_encoder_calls(make_params, tiny_encoder, monkeypatch):
+    """Each actor call holds whole batches of the local embedder's order (by tokens: the tiny tokenizer skips
+    spaces, so characters give other batches), so every encoder call, and every float, is the local one.
+    The actors run here, in this process, in the calls Ray would make."""
+    from pearl import ray_encoding
+    from pearl.embedder import Embedder
+    from tests.test_embedder import TEXTS
+
+    texts = list(dict.fromkeys(TEXTS))
+    embedder = Embedder(str(tiny_encoder), "", 2, 64, "cpu")
+    calls = []
+    encode = embedder.model.encode
+    monkeypatch.setattr(embedder.model, "encode", lambda batch, **kw: calls.append(list(batch)) or encode(batch, **kw))
+
+    def actors_here(rows, actor, constructor_args, stage, name, source, run):
+        worker = actor(*constructor_args)
+        return (worker.process(rows.slice(start, stage.batch_size)) for start in range(0, rows.num_rows, stage.batch_size))
+
+    monkeypatch.setattr(ray_encoding, "map_with_actors", actors_here)
+    local = embedder.embed(texts)
+    local_calls, calls[:] = list(calls), []
+    on_actors = ray_encoding.encode_on_ray(texts, lambda: embedder, ("teacher.batch_size", 2),
+                                           make_params(ray__teacher__batch_size=4).ray.teacher, "teacher", "t", None)
+    assert calls == local_calls and len(calls) == 4
+    assert on_actors.tobytes() == local.tobytes()
+
+
 @pytest.mark.slow
 def test_augment_with_its_heads_vectors_and_synonyms_from_ray_actors_writes_the_local_engines_rows(make_params, tiny_encoder, tmp_path, running_ray):
     from pearl.augment import stage as augment_stage

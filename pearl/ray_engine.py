@@ -1,4 +1,4 @@
-"""`engine: ray`: a stage's per-row work on a pool of Ray actors, each building its model once.
+"""`engine: ray`: a stage's per-row work on Ray workers, each building its model once per pipeline.
 
 Ray is imported only here and only when the engine is chosen, so the default local engine never
 starts it. Rows reach the actors as Arrow blocks through Ray's object store, so worker nodes need
@@ -6,7 +6,8 @@ neither the project's files nor shared storage, only the same Python packages; o
 `ray.shared_storage`, the nodes read a stage's input files from storage they all see.
 - map_with_actors: a table the stage has read and checked, or Parquet files the nodes read
   themselves (NodeFiles), as a Ray Data pipeline; outputs come back in completion order (typing,
-  augment, teacher).
+  augment, teacher). Its "actors" are tasks on Ray's worker processes, which keep the model for the
+  pipeline's next batch, or real actors where they hold a GPU.
 - group_after_actors: the same, then a reduce of each group of output rows sharing a key after Ray
   Data's hash shuffle (parse's phrase counts, candidates' shared-word join).
 - stream_through_actors: a stream too long to hold, or a table whose outputs must keep its order,
@@ -22,6 +23,7 @@ import pickle
 import re
 import socket
 import time
+import uuid
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -215,21 +217,43 @@ def _actor_pipeline(rows: pa.Table | NodeFiles, actor: type[RowActor], construct
                     stage: RayStageParams, name: str):
     ray = _import_ray()
     _check_fits(stage, name)
+    blocks = max(1, math.ceil((rows.rows if isinstance(rows, NodeFiles) else rows.num_rows) / stage.batch_size))
     if isinstance(rows, NodeFiles):
         # Blocks of about one batch, each an actor's call, as the driver's below. An actor takes whole
         # blocks: Ray Data's default split of a shard into a few large ones left one of two actors
         # with 3 of 5 blocks, 22K sentences against 15K. Reading is I/O: its tasks take no CPU.
         dataset = ray.data.read_parquet(rows.paths, columns=rows.columns, include_paths=True, num_cpus=0,
-                                        override_num_blocks=max(1, math.ceil(rows.rows / stage.batch_size)))
+                                        override_num_blocks=blocks)
     else:
         rows = rows.append_column(_ROW, pa.array(range(rows.num_rows), pa.int64()))
         dataset = ray.data.from_arrow([rows.slice(start, stage.batch_size)
                                        for start in range(0, rows.num_rows, stage.batch_size)])
+    if stage.gpus_per_worker:
+        # Ray ends a GPU task's worker process after each task (to free the GPU): only an actor keeps a model there
+        return dataset.map_batches(
+            actor, fn_constructor_args=constructor_args, batch_size=None, batch_format="pyarrow",
+            compute=ray.data.ActorPoolStrategy(size=stage.workers),
+            num_cpus=stage.cpus_per_worker, num_gpus=stage.gpus_per_worker,
+        )
+    # On CPUs, tasks on Ray's pool of worker processes, which outlive a pipeline: a pool of actors starts new
+    # processes that import torch and the model libraries again, 6-20 s a pipeline on 2 cores, and a stage runs
+    # several (augment five)
     return dataset.map_batches(
-        actor, fn_constructor_args=constructor_args, batch_size=None, batch_format="pyarrow",
-        compute=ray.data.ActorPoolStrategy(size=stage.workers),
-        num_cpus=stage.cpus_per_worker, num_gpus=stage.gpus_per_worker,
+        _call_kept_actor, fn_args=(uuid.uuid4().hex, actor, constructor_args), batch_size=None,
+        batch_format="pyarrow", compute=ray.data.TaskPoolStrategy(size=min(stage.workers, blocks)), num_cpus=stage.cpus_per_worker,
     )
+
+
+_kept_actor: dict[str, RowActor] = {}
+
+
+def _call_kept_actor(batch: pa.Table, pipeline: str, actor: type[RowActor], constructor_args: tuple) -> pa.Table:
+    """`actor(*constructor_args)(batch)`, the actor built once per worker process and pipeline: the worker
+    keeps it for the pipeline's next batches, and drops it for the next pipeline's."""
+    if pipeline not in _kept_actor:
+        _kept_actor.clear()
+        _kept_actor[pipeline] = actor(*constructor_args)
+    return _kept_actor[pipeline](batch)
 
 
 def _results(dataset, name: str, source: str, run: RayRun) -> Iterator[pa.Table]:

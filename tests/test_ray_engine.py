@@ -101,6 +101,29 @@ def test_nodes_reading_the_shards_give_each_actor_call_one_batch(make_params, tm
     assert sorted(calls) == [250] * 8
 
 
+@pytest.mark.slow
+def test_pipelines_on_cpus_run_in_the_same_processes_each_building_its_actor_once(make_params, no_running_ray):
+    """A pool of actors would start new processes for every pipeline, each importing the model libraries again
+    (augment runs five pipelines): on CPUs, three pipelines run in no more processes than the Ray has CPUs."""
+    import os
+
+    from pearl.ray_engine import RowActor, map_with_actors, ray_session
+
+    class WhereAmI(RowActor):
+        def process(self, batch):
+            return pa.table({"pid": [os.getpid()], "instance": [id(self)]})
+
+    params = make_params(engine="ray", ray__num_cpus=2, ray__typing__batch_size=2)
+    rows = pa.table({"x": list(range(16))})  # 8 batches
+    with ray_session(params.ray) as run:  # a Ray of its own: no other test's workers
+        pipelines = [pl.concat([pl.from_arrow(out) for out in map_with_actors(rows, WhereAmI, (), params.ray.typing,
+                                                                              "typing", "x", run)])
+                     for _ in range(3)]
+    for calls in pipelines:
+        assert calls.height == 8 and calls.n_unique() == calls["pid"].n_unique()  # one actor per process
+    assert pl.concat(pipelines)["pid"].n_unique() <= 2
+
+
 def _sentence_shards(path, sentences, shard_rows):
     with ShardedParquetWriter(path, corpus_stage.SCHEMA, shard_rows) as writer:
         writer.write({"doc_id": ["d"] * len(sentences), "sent_id": list(range(len(sentences))), "text": sentences})

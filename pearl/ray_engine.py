@@ -237,10 +237,10 @@ def _actor_pipeline(rows: pa.Table | NodeFiles, actor: type[RowActor], construct
         )
     # On CPUs, tasks on Ray's pool of worker processes, which outlive a pipeline: a pool of actors starts new
     # processes that import torch and the model libraries again, 6-20 s a pipeline on 2 cores, and a stage runs
-    # several (augment five)
+    # several (augment five). No more tasks at once than blocks: Ray Data warns on stderr of a concurrency it cannot use
     return dataset.map_batches(
-        _call_kept_actor, fn_args=(uuid.uuid4().hex, actor, constructor_args), batch_size=None,
-        batch_format="pyarrow", compute=ray.data.TaskPoolStrategy(size=min(stage.workers, blocks)), num_cpus=stage.cpus_per_worker,
+        _call_kept_actor, fn_args=(uuid.uuid4().hex, actor, constructor_args), batch_size=None, batch_format="pyarrow",
+        compute=ray.data.TaskPoolStrategy(size=min(stage.workers, blocks)), num_cpus=stage.cpus_per_worker,
     )
 
 

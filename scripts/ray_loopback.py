@@ -26,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 import yaml
@@ -79,6 +80,17 @@ def differing(run: dict, local: dict) -> list[str]:
     return [path for path in OUTPUTS if run[path] != local[path]]
 
 
+def how_they_differ(run: list[tuple], local: list[tuple]) -> str:
+    """Rows only one engine wrote, a few of each, or 'the same rows in another order'."""
+    ours, theirs = Counter(run), Counter(local)
+    only_ray, only_local = list((ours - theirs).elements()), list((theirs - ours).elements())
+    if not only_ray and not only_local:
+        first = next(i for i, (a, b) in enumerate(zip(run, local)) if a != b)
+        return f"the same {len(run)} rows in another order from row {first}"
+    return (f"{len(run)} rows against {len(local)}; only on Ray ({len(only_ray)}): {sorted(only_ray)[:5]}; "
+            f"only local ({len(only_local)}): {sorted(only_local)[:5]}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--max-docs", type=int, default=3000, help="corpus.max_docs of the scratch clone")
@@ -119,9 +131,12 @@ def main() -> None:
             repro(project, "teacher")
             nodes = {stage: json.loads((project / f"metrics/{stage}.json").read_text())["ray_nodes"]
                      for stage in STAGES}
-            differ = differing(snapshot(project), local)
+            ray_rows = snapshot(project)
+            differ = differing(ray_rows, local)
             print(f"1. dvc repro teacher on two loopback nodes: {time.perf_counter() - started:.0f} s, nodes used "
                   f"{nodes}, outputs other than local: {differ or 'none'}")
+            for path in differ:
+                print(f"   {path}: {how_they_differ(ray_rows[path], local[path])}")
             if set(nodes.values()) != {2} or differ:
                 raise SystemExit("the two-node run did not use both nodes, or wrote other rows")
 

@@ -126,6 +126,21 @@ def test_mined_paraphrases_share_the_head_and_are_close():
     assert "the capital" not in found and "the river" not in found  # no close same-head phrase
 
 
+def test_mined_paraphrases_tied_within_float_noise_go_to_the_earlier_phrase():
+    # two casings of one phrase share a vector in an uncased backbone; BLAS threads (or the Ray
+    # engine's nodes) may still give the later one a cosine 5e-7 higher, which must not decide
+    phrases = ["according to the 2024 census", "According to the 2020 census", "according to the 2020 census"]
+    angle = 0.5
+    vectors = np.array([[1, 0], [np.cos(angle), np.sin(angle)], [np.cos(angle - 1e-6), np.sin(angle - 1e-6)]],
+                       dtype=np.float32)
+    assert vectors[2] @ vectors[0] > vectors[1] @ vectors[0]
+    found = phrase_level.mined_paraphrases(phrases, ["census"] * 3, vectors, min_cos=0.8, limit=1)
+    assert found["according to the 2024 census"] == ["According to the 2020 census"]
+    at_the_cut = phrase_level.mined_paraphrases(phrases, ["census"] * 3, vectors,
+                                                min_cos=float(vectors[1] @ vectors[0]) + 5e-7, limit=1)
+    assert at_the_cut["according to the 2024 census"] == ["According to the 2020 census"]
+
+
 def test_the_head_is_the_root_of_the_phrases_parse_not_its_last_word(nlp_parser):
     phrases = ["the capital of France", "The New York Times", "a member of the board", "in 1968", "", "42"]
     assert phrase_level.head_words(phrases, nlp_parser, 8) == ["capital", "times", "member", "in", "", ""]

@@ -22,6 +22,7 @@ from rapidfuzz.distance import Levenshtein
 
 from pearl.model_ids import load_failure, resolve_model
 from pearl.params import AugmentParams
+from pearl.scores import at_least, rank
 
 _ARTICLES = {"the", "a", "an"}
 _FUNCTION = {"of", "the", "and", "for", "in", "on", "at", "to", "a", "an", "&"}
@@ -81,7 +82,10 @@ def mined_paraphrases(
 ) -> dict[str, list[str]]:
     """For each phrase, up to `limit` same-head phrases with cosine ≥ min_cos, closest first.
 
-    `heads` and the L2-normalised `vectors` are of `phrases`, row for row.
+    `heads` and the L2-normalised `vectors` are of `phrases`, row for row. Cosines within
+    pearl.scores.TIE_TOLERANCE are one (the earlier phrase first): two casings of a phrase have one
+    vector in an uncased backbone, and float noise (BLAS threads, the Ray engine's nodes) must not
+    choose between them.
     """
     groups: dict[str, list[int]] = defaultdict(list)
     for i, head in enumerate(heads):
@@ -93,11 +97,11 @@ def mined_paraphrases(
             continue
         block = vectors[members]
         similarity = block @ block.T
-        np.fill_diagonal(similarity, -1.0)
+        np.fill_diagonal(similarity, -np.inf)
+        ranked = rank(similarity, min(limit, len(members) - 1))
         for row, i in enumerate(members):
-            order = np.argsort(-similarity[row], kind="stable")[:limit]
-            close = [phrases[members[j]] for j in order
-                     if similarity[row, j] >= min_cos and _normal(phrases[members[j]]) != _normal(phrases[i])]
+            close = [phrases[members[j]] for j in ranked[row]
+                     if at_least(similarity[row, j], min_cos) and _normal(phrases[members[j]]) != _normal(phrases[i])]
             if close:
                 found[phrases[i]] = close
     return found

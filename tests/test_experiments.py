@@ -285,12 +285,17 @@ def _png_width(path) -> int:
     return int.from_bytes(header[16:20], "big")
 
 
-def test_seeds_that_are_not_integers_fail_in_one_line_naming_the_flag():
+@pytest.mark.parametrize("flag, value, kind", [("--seeds", "1,x", "integers >= 0 (train.seed)"),
+                                               ("--seeds", "1,,2", "integers >= 0 (train.seed)"),
+                                               ("--seeds", "-1", "integers >= 0 (train.seed)"),
+                                               ("--seeds", "", "integers >= 0 (train.seed)"),
+                                               ("--rows", "default,", "row names")])
+def test_seeds_or_rows_that_are_not_a_list_of_them_fail_in_one_line_naming_the_flag(flag, value, kind):
     from typer.testing import CliRunner
 
     from pearl.cli import app
 
-    result = CliRunner().invoke(app, ["experiments", "run", "table3", "--seeds", "1,x", "--dry-run",
+    result = CliRunner().invoke(app, ["experiments", "run", "table3", flag, value, "--dry-run",
                                       "--params", str(ROOT / "params.yaml")])
     assert result.exit_code == 1 and isinstance(result.exception, SystemExit), repr(result.exception)
-    assert result.output.strip() == "error: --seeds '1,x': expected comma-separated int values"
+    assert result.output.strip() == f"error: {flag} {value!r}: expected comma-separated {kind}"

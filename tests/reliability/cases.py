@@ -266,5 +266,7 @@ CASES = [
          "phrases.parquet could not be written (File too large)", preexec=file_size_limit(1024)),
     # issue 38 (--seeds): parsed before anything else runs
     Case("experiments run with a seed that is not a number", ("experiments", "run", "table3", "--seeds", "1,x"),
-         "--seeds '1,x': expected comma-separated int values"),
+         "--seeds '1,x': expected comma-separated integers >= 0 (train.seed)"),
+    Case("experiments run with an empty or negative seed", ("experiments", "run", "table3", "--seeds", "1,,-2"),
+         "--seeds '1,,-2': expected comma-separated integers >= 0 (train.seed)"),
 ]

@@ -98,6 +98,15 @@ def test_save_and_load_give_identical_search_results(encoder_and_settings, tmp_p
     assert _listing(tmp_path) == sorted(["idx", *(f"idx/{p.name}" for p in (tmp_path / "idx").iterdir())])
 
 
+def test_long_names_are_counted_without_transformers_warning_of_a_long_sequence(tiny_encoder, capfd, caplog):
+    from pearl.index.encoder import load_encoder
+
+    encoder = load_encoder(str(tiny_encoder))  # its own tokenizer: transformers warns once per tokenizer
+    encoder.embedder.model.tokenizer.model_max_length = 64  # as a hub model's tokenizer says (the tiny one: none)
+    assert encoder.truncated([LONG, "paris", "x " * 70]) == 2
+    assert "Token indices sequence length" not in capfd.readouterr().err + caplog.text
+
+
 def test_manifest_records_the_encoder_the_count_and_what_was_skipped(tiny_encoder, tiny_text_encoder,
                                                                      other_tiny_encoder, tmp_path):
     from pearl.index.encoder import load_encoder

@@ -121,6 +121,9 @@ def test_link_k_beyond_the_index_gives_every_name_best_first(string_index):
     assert sorted(paris["id"]) == sorted(DICTIONARY["id"])
     with pytest.raises(PearlError, match="--k 0"):
         pearl.link(index, ["paris"], k=0)
+    for nothing in ([], ["  ", None]):  # as cluster and join refuse it: the wrong file or column
+        with pytest.raises(PearlError, match=r"^the mentions table's column 'mention' has no names: every cell is null"):
+            pearl.link(index, nothing)
 
 
 def test_link_with_a_tiny_model_is_deterministic_and_takes_pandas(tiny_text_encoder, tmp_path):

@@ -58,7 +58,9 @@ class EmbeddingEncoder:
         if not long:
             return 0
         tokenizer = self.embedder.model.tokenizer
-        return sum(len(ids) > limit for ids in tokenizer(long, add_special_tokens=True)["input_ids"])
+        # cut one token past the limit: enough to tell, and without transformers' warning of a long sequence
+        ids = tokenizer(long, add_special_tokens=True, truncation=True, max_length=limit + 1)["input_ids"]
+        return sum(len(row) > limit for row in ids)
 
 
 class StringEncoder:

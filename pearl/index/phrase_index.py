@@ -131,7 +131,7 @@ class Index:
             return 0
         truncated = self.encoder.truncated(names)
         if truncated:
-            log.info("%d names are longer than the model reads; it embeds their first %s tokens", truncated,
+            log.info("names longer than the model reads: %d; it embeds their first %s tokens", truncated,
                      self.encoder.card.max_tokens)
         self.stats["truncated"] += truncated
         if self.encoder.kind != STRING:

@@ -39,7 +39,7 @@ def read_table(path: str | Path) -> pl.DataFrame:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as error:
         line = raw[: error.start].count(b"\n") + 1
-        raise PearlError(f"{path}: line {line} is not UTF-8 (byte {error.start}); "
+        raise PearlError(f"{path}: line {line} is not UTF-8 (byte {error.start} of the file); "
                          "re-encode the file as UTF-8, e.g. `iconv -f latin1 -t utf-8`") from None
     if suffix == ".txt":
         return pl.DataFrame({TEXT_COLUMN: text.splitlines()}, schema={TEXT_COLUMN: pl.String})

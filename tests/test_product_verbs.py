@@ -450,7 +450,7 @@ def own_index(string_index, tmp_path) -> Path:
 @pytest.mark.parametrize("table, message", [
     ("other_columns.csv", "has no column 'name'; its columns are: nom, mot"),
     ("empty.csv", "empty.csv is empty: give a table with a header row"),
-    ("latin1.csv", "latin1.csv: line 3 is not UTF-8 (byte 28)"),
+    ("latin1.csv", "latin1.csv: line 3 is not UTF-8 (byte 28 of the file)"),
     ("missing.csv", "missing.csv: no such file"),
     ("names.xlsx", "unknown table format .xlsx"),
 ])

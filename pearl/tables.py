@@ -84,9 +84,11 @@ class TextColumn:
     blank: int  # null, empty or whitespace-only cells
 
 
-def text_column(df: pl.DataFrame, column: str, where: str, numbers: bool = False) -> TextColumn:
+def text_column(df: pl.DataFrame, column: str, where: str, numbers: bool = False,
+                require_names: bool = False) -> TextColumn:
     """The column's names. Unless `numbers`, a column that holds only numbers is refused: it is the wrong column
-    (ids, quantities), and its digits would embed and match as if they were names."""
+    (ids, quantities), and its digits would embed and match as if they were names. With `require_names`, so is
+    one without a single name (the wrong file or column)."""
     require_column(df, column, where)
     values = df.get_column(column).cast(pl.String, strict=False).to_list()
     texts, rows = [], []
@@ -94,6 +96,8 @@ def text_column(df: pl.DataFrame, column: str, where: str, numbers: bool = False
         if value is not None and value.strip():
             texts.append(value)
             rows.append(row)
+    if require_names and not texts:
+        raise PearlError(f"{where}'s column {column!r} has no names: every cell is null or blank")
     if texts and not numbers and pl.Series(texts).str.strip_chars().cast(pl.Float64, strict=False).null_count() == 0:
         raise PearlError(f"{where}'s column {column!r} holds only numbers ({texts[0].strip()!r}, …), not names: "
                          "give the column of names")

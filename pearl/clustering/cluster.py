@@ -78,9 +78,7 @@ def cluster(table, column: str, model: str = "models/pearl", k: int | None = Non
             seed: int = 0, *, encoder: Encoder | None = None):
     """Add `cluster`, `representative` and `cluster_size` to a polars or pandas DataFrame."""
     df = as_polars(table)
-    cells = text_column(df, column, "the table")
-    if not cells.texts:
-        raise PearlError(f"column {column!r} has no names: every cell is null or blank")
+    cells = text_column(df, column, "the table", require_names=True)
     distinct = list(dict.fromkeys(cells.texts))
     labels, representative = cluster_labels(distinct, encoder or model, k, threshold, seed)
     label_of = dict(zip(distinct, labels))

@@ -86,11 +86,8 @@ def best_matches(left: pl.DataFrame, right: pl.DataFrame, left_on: str, right_on
     if clash:  # checked before any encoding: the right table's column would be overwritten
         raise PearlError(f"the right table has a column {clash[0]!r}, which the join adds: rename it")
     left_renamed(left.columns, right.columns)
-    left_cells = text_column(left, left_on, "the left table")
-    right_cells = text_column(right, right_on, "the right table")
-    for cells, column, side in ((left_cells, left_on, "left"), (right_cells, right_on, "right")):
-        if not cells.texts:
-            raise PearlError(f"the {side} table's column {column!r} has no names: every cell is null or blank")
+    left_cells = text_column(left, left_on, "the left table", require_names=True)
+    right_cells = text_column(right, right_on, "the right table", require_names=True)
     if isinstance(encoder, str):
         encoder = load_encoder(encoder)
     if precision_target is not None:

@@ -45,9 +45,7 @@ def link(index: Index, mentions, column: str = "mention", k: int = 5, min_score:
     check_link_flags(k, min_score)
     table = pl.DataFrame({column: list(mentions)}, schema={column: pl.String}) if isinstance(mentions, list) \
         else as_polars(mentions)
-    cells = text_column(table, column, "the mentions table")
-    if not cells.texts:  # as cluster and join: no name at all is the wrong file or column
-        raise PearlError(f"the mentions table's column {column!r} has no names: every cell is null or blank")
+    cells = text_column(table, column, "the mentions table", require_names=True)
     scores, rows = index.search(cells.texts, k)
     rows_out = []
     position = {row: i for i, row in enumerate(cells.rows)}

@@ -12,7 +12,7 @@ import argparse
 import json
 from pathlib import Path
 
-from pearl.bench.report import MEANS, TITLES, with_means
+from pearl.report.summary import MEANS, TITLES, with_means
 
 
 def scores(folder: Path) -> dict[str, float]:

@@ -27,6 +27,7 @@ scripts/readme_table.py copies into the README.
     python benchmarks/join_autofj.py --autofj-budget inf          # AutoFJ on every dataset not kept yet
     python benchmarks/join_autofj.py --models string --datasets 25     # quick, the design half
     python benchmarks/join_autofj.py --tables-from a.json b.json       # the tables of earlier --out files
+    python benchmarks/join_autofj.py --models models/pearl-base --no-calibrated --out b.json   # a slow encoder
 """
 
 from __future__ import annotations
@@ -200,6 +201,8 @@ def main() -> None:
     parser.add_argument("--autofj-precision", type=float, default=0.9, help="AutoFJ's precision_target")
     parser.add_argument("--autofj-cache", type=Path, default=Path(__file__).parent.parent / "metrics/join/autofj",
                         help="AutoFJ's outputs, reused by later runs (its times are those of the first run)")
+    parser.add_argument("--no-calibrated", action="store_true",
+                        help="only `pearl join`'s default (chosen for P): half the encoding, for a slow encoder")
     parser.add_argument("--datasets", type=int, default=50, help="the first N datasets by name")
     parser.add_argument("--out", type=Path, default=None, help="write the per-dataset rows as JSON")
     parser.add_argument("--markdown", type=Path, default=None,
@@ -227,7 +230,7 @@ def main() -> None:
     rows = {"AutoFJ": autofj_rows}
     for model in args.models.split(","):
         encoder = load_encoder(model)
-        for how in (f"chosen for P {args.precision_target:g}", "calibrated cut"):
+        for how in (f"chosen for P {args.precision_target:g}", *([] if args.no_calibrated else ["calibrated cut"])):
             system = f"{model}, {how}"
             for name in names:
                 start = time.perf_counter()

@@ -20,13 +20,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from pearl.bench.report import TITLES, with_means
 from pearl.bench.run import build_context, run_task
 from pearl.bench.task_names import TUNE_TASKS
 from pearl.embedder import Embedder
 from pearl.log import configure_logging
 from pearl.model.st_modules import TEXTS, SpellingNgrams
 from pearl.params import load_params
+from pearl.report.summary import TITLES, with_means
 
 # "split_words" scales each text's share of spelling by the share of its words that the encoder's tokenizer cuts
 # into pieces: words held whole have a learned vector, names and codes spelled from pieces are where 3-grams add.

@@ -113,6 +113,11 @@ _STAGES = {
               "Fine-tune the backbone with the character encoder and type head → models/finetuned."),
     "average": ("pearl.train.stage", "run_average",
                 "Average original and fine-tuned weights; export for sentence-transformers → models/pearl."),
+    "train-pearl-base": ("pearl.pearl_base", "run_train",
+                         "Fine-tune pearl_base.backbone on the same data, the recipe otherwise PEARL-small's → "
+                         "models/pearl-base-finetuned."),
+    "average-pearl-base": ("pearl.pearl_base", "run_average",
+                           "Average and export PEARL-base as `average` does PEARL-small → models/pearl-base."),
     "figure4": ("pearl.experiments.tsne", "run",
                 "t-SNE of typed phrases, untuned backbone beside the model, with silhouettes → metrics/figure4/*.png."),
 }
@@ -176,16 +181,19 @@ def bench(
 
 @app.command("bench-task", hidden=True)
 def bench_task(
-    system: Annotated[str, typer.Argument(help="base (the untuned backbone), model (models/pearl), string (Jaccard) "
-                                               "or ref (each of bench.reference_models)")],
+    system: Annotated[str, typer.Argument(help="base (the untuned backbone), model (models/pearl), pearl-base "
+                                               "(models/pearl-base), string (Jaccard) or ref (each of "
+                                               "bench.reference_models)")],
     task: Annotated[str, typer.Argument(help="one of the suite's tasks")],
     suite: SuiteOption = "test",
     params: ParamsOption = Path("params.yaml"),
     set_: SetOption = None,
 ) -> None:
     """One task for one system → metrics/{bench,tune}/<system>/<task>.json (the DVC bench stages)."""
+    from pearl.artifacts import write_json
     from pearl.bench.run import build_context, run_reference, run_tasks
     from pearl.model import EXPORT
+    from pearl import pearl_base
 
     def evaluate(p: Params) -> None:
         if task not in _suite_tasks(suite, p):
@@ -194,12 +202,19 @@ def bench_task(
         if system == "ref":
             run_reference(p, p.bench.reference_models, task, out_dir / f"{task}.json")
             return
-        models = {"base": (p.model.backbone, "model.backbone"), "string": (None, ""), "model": (str(EXPORT), "")}
+        models = {"base": (p.model.backbone, "model.backbone"), "string": (None, ""), "model": (str(EXPORT), ""),
+                  "pearl-base": (str(pearl_base.EXPORT), "")}
         if system not in models:
-            raise PearlError(f"unknown system {system!r}: base, model, string or ref")
+            raise PearlError(f"unknown system {system!r}: base, model, pearl-base, string or ref")
         model, param = models[system]
-        if system == "model" and not EXPORT.is_dir():
-            raise MissingModelError(f"{EXPORT} is missing: run `dvc repro average`")
+        if system == "pearl-base" and not p.pearl_base.enabled:
+            write_json({"skipped": pearl_base.DISABLED}, out_dir / f"{task}.json")  # the report leaves it out
+            return
+        stage = {"model": "average", "pearl-base": "average_pearl_base"}.get(system)
+        if stage and not Path(model).is_dir():
+            raise MissingModelError(f"{model} is missing: run `dvc repro {stage}`")
+        if stage:
+            pearl_base.check_trained(model)
         prefix = "" if model is None else _prefix_for(model, p)
         run_tasks(build_context(p, model, prefix, param), [task], out_dir)
 
@@ -259,8 +274,9 @@ def embed(
 # ---- the product verbs: any encoder, on users' tables; no params.yaml needed -------------------
 
 ModelOption = Annotated[str, typer.Option(
-    "--model", help="a PEARL export, a sentence-transformers / Hugging Face id or directory, or `string` "
-                    "(character 3-gram Jaccard)")]
+    "--model", help="a PEARL export (models/pearl, PEARL-small: fast; models/pearl-base: PEARL-base, the quality "
+                    "choice), a sentence-transformers / Hugging Face id or directory, or `string` (character 3-gram "
+                    "Jaccard)")]
 InputOption = Annotated[Path, typer.Option("--input", help="a .csv, .tsv, .parquet, or .txt (one name per line, column `text`)")]
 OutOption = Annotated[Path, typer.Option("--out", help="a .parquet or .csv file, in an existing folder")]
 
@@ -484,7 +500,7 @@ def serve(
 @app.command()
 def report(params: ParamsOption = Path("params.yaml"), set_: SetOption = None) -> None:
     """Summarise the benchmark metrics → metrics/summary.json and metrics/summary.md."""
-    from pearl.bench.report import write_report
+    from pearl.report.summary import write_report
 
     def summarise(p: Params) -> None:
         write_report(Path("metrics"), p.bench.tasks, p.bench.tune_tasks, p.bench.string_tasks, p.model.backbone,

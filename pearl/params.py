@@ -186,6 +186,15 @@ class TrainParams:
 
 
 @dataclass(config=_SCHEMA)
+class PearlBaseParams:
+    enabled: bool
+    backbone: str
+    prefix: str
+    batch_size: Annotated[int, Field(ge=2)]
+    max_steps: PositiveInt | None
+
+
+@dataclass(config=_SCHEMA)
 class AverageParams:
     alpha: Probability
     spelling_weight: Annotated[float, Field(ge=0, lt=1)]
@@ -237,6 +246,7 @@ class Params:
     model: ModelParams
     train: TrainParams
     average: AverageParams
+    pearl_base: PearlBaseParams
     bench: BenchParams
     figure4: Figure4Params
 

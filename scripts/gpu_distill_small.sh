@@ -65,7 +65,7 @@ wait "${students[@]}" "${benched[@]}"
 chosen=$($py - "$res/tune" "$res/rule.json" "${seeds[@]}" <<'EOF'
 import json, statistics, sys
 from pathlib import Path
-from pearl.bench.report import MEANS
+from pearl.report.summary import MEANS
 tune, record, seeds = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3:]
 def mean(arm: str) -> float | None:  # Tune (mean) over the seeds, on the tasks of it that ran (two in a dry run)
     runs = [{p.stem: json.loads(p.read_text())["score"] for p in (tune / f"{arm}-s{s}").glob("*.json")} for s in seeds]

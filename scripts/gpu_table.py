@@ -16,8 +16,8 @@ import sys
 from pathlib import Path
 
 from pearl.artifacts import atomic_path, write_json
-from pearl.bench.report import TITLES, with_means
 from pearl.bench.task_names import GENERAL_TASKS, PHRASE_TASKS, TUNE_TASKS
+from pearl.report.summary import TITLES, with_means
 
 COLUMNS = {"test": [*PHRASE_TASKS, "avg9", "avg9_clean", "probe_free7", *GENERAL_TASKS, "general"],
            "tune": [*TUNE_TASKS, "tune", "tune_names"]}

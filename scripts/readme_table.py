@@ -1,5 +1,6 @@
 """The README's generated tables, never copied by hand: the headline table, made from metrics/summary.md (the
-`report` stage's output), and the join table, from metrics/join/summary.md as benchmarks/join_autofj.py wrote it.
+`report` stage's output), the join table, from metrics/join/summary.md as benchmarks/join_autofj.py wrote it, and
+the models' cost, metrics/model_cost.md as benchmarks/model_cost.py wrote it.
 
     python scripts/readme_table.py           # rewrite the README's blocks between their markers
     python scripts/readme_table.py --check   # exit 1 when a block is stale
@@ -17,6 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 SUMMARY = ROOT / "metrics" / "summary.md"
 JOIN_SUMMARY = ROOT / "metrics" / "join" / "summary.md"
+MODEL_COST = ROOT / "metrics" / "model_cost.md"
 COLUMNS = ["Avg (9 tasks)", "Avg (9, clean PPDB)", "General (mean)", "Tune (mean)"]
 NONE = "–"
 
@@ -74,7 +76,8 @@ def join_table(summary: str) -> str:
 def blocks() -> dict[str, str]:
     """Each README block's name and the text it must hold."""
     return {"headline": headline(SUMMARY.read_text(encoding="utf-8")),
-            "join": join_table(JOIN_SUMMARY.read_text(encoding="utf-8"))}
+            "join": join_table(JOIN_SUMMARY.read_text(encoding="utf-8")),
+            "cost": MODEL_COST.read_text(encoding="utf-8").strip("\n") + "\n"}
 
 
 def _markers(name: str) -> tuple[str, str]:

@@ -1,4 +1,4 @@
-"""DVC entry point of the `report` stage; the logic lives in pearl.bench.report."""
+"""DVC entry point of the `report` stage; the logic lives in pearl.report."""
 
 from pearl.cli import main
 

@@ -4,11 +4,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pearl.bench import report
 from pearl.bench.run import resolve_kb
 from pearl.bench.task_names import CLEAN_PPDB_TASKS, GENERAL_TASKS, PHRASE_TASKS, TUNE_TASKS
 from pearl.errors import PearlError
 from pearl.model_ids import resolve_model
+from pearl.report import summary as report
 
 
 def _write(metrics_dir: Path, system: str, task: str, **numbers):
@@ -47,10 +47,33 @@ def test_summary_average_deltas_references_and_tune_suite(tmp_path):
     assert summary["tune"]["base"]["tune"] == 30.0 and summary["tune"]["delta"] == {"rw": 3.0}
     text = report.markdown(tmp_path, summary, tasks, tune, ["autofj"], "all-MiniLM-L6-v2")
     assert "| all-MiniLM-L6-v2 (backbone, untuned) |" in text and "| org/big (reference, untuned) |" in text
-    assert "Δ (model − backbone)" in text and "Δ (model − best off-the-shelf)" in text
+    assert "Δ (PEARL-small − backbone)" in text and "Δ (PEARL-small − best off-the-shelf)" in text
     assert "### Tune suite (defaults are chosen here), tune suite" in text
     assert "90.0 ± 0.5" in text and "9000 names from the test file's canonical names" in text
     assert "700000 names from the paper's knowledge base" in text
+
+
+def test_pearl_base_gets_its_row_and_its_margin_per_task_and_a_skipped_run_none(tmp_path):
+    bench = tmp_path / "bench"
+    for i, task in enumerate(PHRASE_TASKS):
+        _write(bench, "base", task, score=50.0, n=10, dictionary_size=9, dictionary_is_kb=0)
+        _write(bench, "ref", task, **{"org/big": {"score": 52.0 if i % 2 else 48.0, "n": 10}})
+        _write(bench, "model", task, score=53.0, n=10)
+        _write(bench, "pearl-base", task, score=55.0, n=10, seconds=60.0)
+    summary = report.summarise(tmp_path, list(PHRASE_TASKS), [], [])["test"]
+    margin = summary["pearl_base_margin_over_best_offshelf"]
+    assert margin["ppdb_filtered"] == 55.0 - 52.0 and margin["ppdb"] == 55.0 - 50.0  # the better peer, task by task
+    assert margin["avg9"] == pytest.approx(55.0 - max(summary["base"]["avg9"], summary["ref:org/big"]["avg9"]), abs=0.01)
+    assert set(summary["margin_over_best_offshelf"]) <= set(report.MEANS)  # PEARL-small's: the means only
+    text = report.markdown(tmp_path, {"test": summary}, list(PHRASE_TASKS), [], [], "b")
+    assert "| PEARL-small (ours) | 53.0 |" in text and "| PEARL-base (ours) | 55.0 |" in text
+    assert "| Δ (PEARL-base − best off-the-shelf) | +5.0 | +3.0 | +5.0 |" in text
+    assert "| PEARL-base (ours) | 9.0 (9 tasks) | – |" in text  # its benchmark stages' minutes
+    for task in PHRASE_TASKS:  # what bench-task pearl-base writes when pearl_base.enabled is false
+        (bench / "pearl-base" / f"{task}.json").write_text(json.dumps({"skipped": "pearl_base.enabled was false"}))
+    summary = report.summarise(tmp_path, list(PHRASE_TASKS), [], [])["test"]
+    assert "pearl-base" not in summary and "pearl_base_margin_over_best_offshelf" not in summary
+    assert "PEARL-base" not in report.markdown(tmp_path, {"test": summary}, list(PHRASE_TASKS), [], [], "b")
 
 
 def test_summary_shows_the_clean_ppdb_and_probe_free_averages_beside_the_papers(tmp_path):

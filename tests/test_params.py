@@ -57,6 +57,7 @@ def test_unknown_section_is_rejected(make_params):
         ({"ray__parse__workers": 0}, "ray.parse.workers=0"),
         ({"average__spelling_weight": 1.0}, "average.spelling_weight=1.0"),
         ({"seed": 1}, "expected section.key=value"),
+        ({"pearl_base__batch_size": 1}, "pearl_base.batch_size=1"),
     ],
 )
 def test_wrong_values_fail_in_one_line(make_params, override, message):

@@ -66,6 +66,8 @@ def test_dvc_repro_then_noop_then_experiment(tmp_path):
     params["model"]["teacher"] = "sentence-transformers/all-MiniLM-L6-v2"  # offline in the tests
     params["figure4"].update(per_type=3, perplexity=2.0)
     params["train"].update(batch_size=2, max_steps=3, checkpoint_dir=str(tmp_path / "checkpoints"), num_workers=0)
+    # PEARL-base on the same backbone (the only one offline in the tests), a step fewer
+    params["pearl_base"].update(backbone="sentence-transformers/all-MiniLM-L6-v2", batch_size=2, max_steps=2)
     (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
 
     env = offline_env(repo)  # sockets blocked and hub variables unset: the default DAG must not reach for the network
@@ -77,7 +79,8 @@ def test_dvc_repro_then_noop_then_experiment(tmp_path):
     _run(["dvc", "repro"], repo, env)
     summary = json.loads((repo / "metrics/summary.json").read_text())
     test = summary["test"]
-    assert set(test) == {"base", "string", "ref:sentence-transformers/all-MiniLM-L6-v2", "model", "delta"}
+    assert set(test) == {"base", "string", "ref:sentence-transformers/all-MiniLM-L6-v2", "model", "delta", "pearl-base",
+                         "pearl_base_margin_over_best_offshelf"}
     assert set(test["model"]) == {"turney"} and test["ref:sentence-transformers/all-MiniLM-L6-v2"] == test["base"]
     assert set(summary["tune"]["model"]) == {"rw"}
     report = (repo / "metrics/summary.md").read_text()
@@ -96,6 +99,9 @@ def test_dvc_repro_then_noop_then_experiment(tmp_path):
     assert set(negatives["phrase"]) == set(typed["phrase"])
     assert json.loads((repo / "metrics/train.json").read_text())["steps"] == 3
     assert (repo / "models/pearl/modules.json").is_file() and "2_CharFeatures" in (repo / "models/pearl/modules.json").read_text()
+    assert json.loads((repo / "metrics/pearl-base/train.json").read_text())["steps"] == 2
+    assert (repo / "models/pearl-base/modules.json").is_file() and set(summary["tune"]["pearl-base"]) == {"rw"}
+    assert "| PEARL-base (ours) |" in report and "| PEARL-small (ours) |" in report
     figure4 = json.loads((repo / "metrics/figure4.json").read_text())
     assert figure4["conll2003"]["phrases"] == 9 and (repo / "metrics/figure4/phrases.png").is_file()
     assert "up to date" in _run(["dvc", "repro"], repo, env)
@@ -105,7 +111,8 @@ def test_dvc_repro_then_noop_then_experiment(tmp_path):
     # one experiment for an upstream and the later stages' params, so it re-runs the DAG from parse to the export
     # once; `average` loads the export it writes, as the benchmarks (which ran above) do
     _run(["dvc", "exp", "run", "-S", "parse.max_words=3", "-S", "negatives.min_edit_sim=0.9", "-S", "train.lr=3e-5",
-          "-S", "model.char_encoder=false", "-S", "model.teacher=null", "average"], repo, env)
+          "-S", "model.char_encoder=false", "-S", "model.teacher=null", "-S", "pearl_base.enabled=false", "average",
+          "bench_tune_pearl_base"], repo, env)
     diff = json.loads(_run(["dvc", "metrics", "diff", "--json"], repo, env))
     assert diff["metrics/parse.json"]["phrases"]["new"] < diff["metrics/parse.json"]["phrases"]["old"]
     assert yaml.safe_load((repo / "dvc.lock").read_text())["stages"]["candidates"]["params"]["params.yaml"][
@@ -114,6 +121,10 @@ def test_dvc_repro_then_noop_then_experiment(tmp_path):
     assert (diff["metrics/train.json"]["distill_weight"]["old"], diff["metrics/train.json"]["distill_weight"]["new"]) == (1.0, 0.0)
     assert diff["metrics/teacher.json"]["texts"]["new"] == 0 < diff["metrics/teacher.json"]["texts"]["old"]
     assert diff["metrics/average.json"]["dimension"]["new"] < diff["metrics/average.json"]["dimension"]["old"]
+    # a small-only run: PEARL-base's stages leave their note, which its bench and the report pass over
+    assert json.loads((repo / "metrics/pearl-base/train.json").read_text())["enabled"] is False
+    assert sorted(p.name for p in (repo / "models/pearl-base").iterdir()) == ["NOT_TRAINED.json"]
+    assert "skipped" in json.loads((repo / "metrics/tune/pearl-base/rw.json").read_text())
     assert connections(repo) == []
 
 
@@ -130,8 +141,9 @@ EXPORT_LOADING = ["pearl/embedder.py", "pearl/model/__init__.py", "pearl/model/e
 
 def test_every_stage_that_loads_the_export_depends_on_the_code_that_loads_it():
     assert [path for path in EXPORT_LOADING if not (ROOT / path).is_file()] == []
-    readers = {name: stage["deps"] for name, stage in _stages().items() if "models/pearl" in stage.get("deps", [])}
-    assert {"bench", "bench_tune", "figure4"} <= readers.keys()
+    readers = {name: stage["deps"] for name, stage in _stages().items()
+               if {"models/pearl", "models/pearl-base"} & set(stage.get("deps", []))}
+    assert {"bench", "bench_tune", "figure4", "bench_pearl_base", "bench_tune_pearl_base"} <= readers.keys()
     missing = {name: [path for path in EXPORT_LOADING
                       if not any(path == dep or path.startswith(f"{dep}/") for dep in deps)]
                for name, deps in readers.items()}
@@ -141,7 +153,8 @@ def test_every_stage_that_loads_the_export_depends_on_the_code_that_loads_it():
 def test_a_stage_that_reads_the_bench_settings_depends_on_the_whole_section():
     readers = {name: stage["params"] for name, stage in _stages().items() if name.split("_")[0] == "bench"}
     sectioned = {name for name, params in readers.items() if "bench" in params}
-    assert sectioned == {"bench", "bench_base", "bench_ref", "bench_tune", "bench_tune_base", "bench_tune_ref"}
+    assert sectioned == {"bench", "bench_base", "bench_ref", "bench_tune", "bench_tune_base", "bench_tune_ref",
+                         "bench_pearl_base", "bench_tune_pearl_base"}
     assert not [param for name in sectioned for param in readers[name] if param.startswith("bench.")]
 
 

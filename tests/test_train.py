@@ -14,6 +14,7 @@ from pearl.errors import PearlError
 from pearl.teacher.vectors import TeacherVectors
 from pearl.train.data import Sampling, TrainingSet
 from pearl.train.loop import loader_workers
+from tests.conftest import ROOT
 
 SCHEMAS = {"typed": TYPED_PHRASES_SCHEMA, "variants": VARIANTS_SCHEMA, "negatives": HARD_NEGATIVES_SCHEMA,
            "teacher": TEACHER_VECTORS_SCHEMA}
@@ -375,3 +376,39 @@ def test_the_inputs_check_reads_the_teacher_vectors_only_where_training_uses_the
     toy["negatives"].write_bytes(b"not parquet")
     with pytest.raises(PearlError, match="negatives.parquet is not a readable Parquet file"):
         inputs.check(make_params(model__teacher=None))
+
+
+def test_pearl_base_is_the_recipe_on_its_own_backbone_batch_steps_and_checkpoints(make_params):
+    from pearl.pearl_base import recipe
+
+    params = make_params(pearl_base__backbone="org/big", pearl_base__prefix="query: ", pearl_base__batch_size=8,
+                         pearl_base__max_steps=None, train__checkpoint_dir="ck")
+    base = recipe(params)
+    assert (base.model.backbone, base.model.prefix) == ("org/big", "query: ")
+    assert (base.train.batch_size, base.train.max_steps, base.train.checkpoint_dir) == (8, None, "ck-pearl-base")
+    assert dataclasses.replace(base, model=params.model, train=params.train) == params  # the rest is PEARL-small's
+
+
+def test_a_small_only_run_leaves_pearl_base_a_note_that_every_reader_names(make_params, tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from pearl.report import summary as report
+    from pearl.cli import app
+    from pearl import pearl_base
+    from pearl.index.encoder import load_encoder
+
+    monkeypatch.chdir(tmp_path)
+    params = make_params(pearl_base__enabled=False)
+    # neither stage reads its inputs (there are none here) nor loads a model
+    assert pearl_base.run_train(params)["enabled"] is False and pearl_base.run_average(params)["enabled"] is False
+    assert os.listdir("models/pearl-base") == ["NOT_TRAINED.json"]
+    assert json.loads(open("metrics/pearl-base/train.json").read())["enabled"] is False
+    with pytest.raises(PearlError, match=r"^models/pearl-base: holds no model \(pearl_base.enabled was false: "
+                                         r"`dvc exp run -S pearl_base.enabled=true` trains PEARL-base\)$"):
+        load_encoder("models/pearl-base")
+    (tmp_path / "params.yaml").write_text((ROOT / "params.yaml").read_text())
+    assert CliRunner().invoke(app, ["bench-task", "pearl-base", "turney", "-S", "pearl_base.enabled=false"]).exit_code == 0
+    assert json.loads((tmp_path / "metrics/bench/pearl-base/turney.json").read_text()) == {"skipped": pearl_base.DISABLED}
+    assert report.summarise(tmp_path / "metrics", ["turney"], [], []) == {}
+    enabled = CliRunner().invoke(app, ["bench-task", "pearl-base", "turney"])  # over the note a small-only run left
+    assert enabled.exit_code == 1 and "holds no model (pearl_base.enabled was false" in enabled.output

@@ -72,10 +72,10 @@ class Table:
 
 def recipe_of(params: Params) -> str:
     """What a run trains and measures with, the seed aside: its typed params but train.seed, the
-    benchmark's and Figure 4's sections, and where the work ran (engine, ray: the same rows). A run
-    counts for every row of this recipe, whichever table ran it, and for none once the default has
-    moved on."""
-    recipe = {k: v for k, v in asdict(params).items() if k not in ("bench", "figure4", "engine", "ray")}
+    benchmark's and Figure 4's sections, where the work ran (engine, ray: the same rows) and PEARL-base's
+    section (its own stages; the tables' runs train PEARL-small). A run counts for every row of this
+    recipe, whichever table ran it, and for none once the default has moved on."""
+    recipe = {k: v for k, v in asdict(params).items() if k not in ("bench", "figure4", "engine", "ray", "pearl_base")}
     recipe["train"] = {k: v for k, v in recipe["train"].items() if k != "seed"}
     return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:12]
 

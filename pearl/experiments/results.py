@@ -21,7 +21,6 @@ import polars as pl
 import yaml
 
 from pearl.artifacts import atomic_path, write_json
-from pearl.bench.report import TITLES, with_means
 from pearl.bench.task_names import ALL_TASKS, TUNE_TASKS
 from pearl.errors import PearlError
 from pearl.experiments import shell
@@ -30,6 +29,7 @@ from pearl.experiments.definitions import (Table, default_value, param_key, pars
 from pearl.experiments.sweep_figure import draw_sweeps
 from pearl.log import get_logger
 from pearl.params import Params, parse_params
+from pearl.report.summary import TITLES, with_means
 
 log = get_logger("experiments")
 # suite column → (metrics folder, dvc.lock stage prefix, tasks)
@@ -86,10 +86,13 @@ def _column(rev: str, lock: dict, params: dict, column: str) -> dict[str, float]
     return scores
 
 
-def _with_engine(params: dict, default: Params) -> dict:
-    """A run's params with today's `engine` and ray section: neither enters a recipe (the same rows on
-    either engine), and older runs lack them, or keys added to the ray section since."""
-    return {**params, "engine": default.engine, "ray": asdict(default.ray)} if isinstance(params, dict) else params
+def _with_todays_outside_sections(params: dict, default: Params) -> dict:
+    """A run's params with today's `engine`, ray and pearl_base sections: none enters a recipe (the same
+    rows on either engine; PEARL-small's stages read no pearl_base key), and older runs lack them, or
+    keys added to them since."""
+    if not isinstance(params, dict):
+        return params
+    return {**params, "engine": default.engine, "ray": asdict(default.ray), "pearl_base": asdict(default.pearl_base)}
 
 
 def read_run(found: Finished, tables: dict[str, Table], default: Params) -> dict | None:
@@ -101,7 +104,7 @@ def read_run(found: Finished, tables: dict[str, Table], default: Params) -> dict
     lock = yaml.safe_load(shell.git_show(found.rev, "dvc.lock") or "{}").get("stages", {})
     params = yaml.safe_load(shell.git_show(found.rev, "params.yaml") or "{}")
     try:
-        recipe = recipe_of(parse_params(_with_engine(params, default)))
+        recipe = recipe_of(parse_params(_with_todays_outside_sections(params, default)))
     except PearlError:  # params of an older schema: no row of today's tables has that recipe
         recipe = None
     train = json.loads(shell.git_show(found.rev, "metrics/train.json") or "{}")

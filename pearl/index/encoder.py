@@ -17,6 +17,7 @@ import numpy as np
 from pearl.embedder import Embedder
 from pearl.errors import PearlError
 from pearl.log import get_logger
+from pearl.pearl_base import check_trained
 
 log = get_logger("encoder")
 
@@ -79,6 +80,7 @@ def load_encoder(model: str, prefix: str = "", batch_size: int = 128, device: st
         raise PearlError("--model is empty: give a PEARL export, a sentence-transformers id or directory, or `string`")
     if model == STRING:
         return StringEncoder()
+    check_trained(model)
     encoder = EmbeddingEncoder(model, prefix, batch_size, device)
     log.info("encoder %s: %d dimensions, reads %d tokens, weights %s…", model, encoder.card.dimension,
              encoder.card.max_tokens, encoder.card.sha256[:12])

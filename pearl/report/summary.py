@@ -1,5 +1,6 @@
-"""The benchmark summary: per-task scores of the model, its backbone, the reference models and
-the string baseline, on the test suite and, apart, on the tune suite."""
+"""The benchmark summary: per-task scores of the trained models (PEARL-small and PEARL-base),
+PEARL-small's backbone, the reference models and the string baseline, on the test suite and,
+apart, on the tune suite."""
 
 from __future__ import annotations
 
@@ -47,6 +48,9 @@ def _load(metrics_dir: Path, system: str, tasks: list[str]) -> dict[str, dict]:
                 found[task] = json.loads(path.read_text())
             except (json.JSONDecodeError, UnicodeDecodeError):
                 found[task] = None
+            if isinstance(found[task], dict) and set(found[task]) == {"skipped"}:  # a model this run did not train
+                del found[task]
+                continue
             # a reference model's file holds one result per model
             results = found[task].values() if system == "ref" and isinstance(found[task], dict) else [found[task]]
             if not found[task] or not all(_is_result(result) for result in results):
@@ -61,7 +65,8 @@ def _is_result(value) -> bool:
 
 
 def load_results(metrics_root: Path, suite: str, tasks: list[str], string_tasks: list[str]) -> dict[str, dict[str, dict]]:
-    """system → task → result, systems in table order: string, base, ref:<model>…, model."""
+    """system → task → result, systems in table order: string, base, ref:<model>…, model (PEARL-small),
+    pearl-base."""
     folder = metrics_root / SUITE_DIRS[suite]
     systems = {"string": _load(folder, "string", string_tasks if suite == "test" else []),
                "base": _load(folder, "base", tasks)}
@@ -69,6 +74,7 @@ def load_results(metrics_root: Path, suite: str, tasks: list[str], string_tasks:
         for model, result in per_model.items():
             systems.setdefault(f"ref:{model}", {})[task] = result
     systems["model"] = _load(folder, "model", tasks)
+    systems["pearl-base"] = _load(folder, "pearl-base", tasks)
     return {system: results for system, results in systems.items() if results}
 
 
@@ -93,11 +99,13 @@ def summarise(metrics_root: Path, tasks: list[str], tune_tasks: list[str], strin
             systems["delta"] = {task: round(systems["model"][task] - systems["base"][task], 2)
                                 for task in systems["model"] if task in systems["base"]}
         offshelf = [scores for system, scores in systems.items() if system == "base" or system.startswith("ref:")]
-        for column in MEANS:
-            if column in systems.get("model", {}) and offshelf and all(column in s for s in offshelf):
-                # the issue's bar: the trained model against the better off-the-shelf model
-                systems.setdefault("margin_over_best_offshelf", {})[column] = round(
-                    systems["model"][column] - max(s[column] for s in offshelf), 2)
+        # each trained model against the better off-the-shelf model: on the means, and PEARL-base per task too
+        for system, row, columns in (("model", "margin_over_best_offshelf", MEANS),
+                                     ("pearl-base", "pearl_base_margin_over_best_offshelf", systems.get("pearl-base", {}))):
+            for column in columns:
+                if column in systems.get(system, {}) and offshelf and all(column in s for s in offshelf):
+                    systems.setdefault(row, {})[column] = round(
+                        systems[system][column] - max(s[column] for s in offshelf), 2)
         if systems:
             summary[suite] = systems
     return summary
@@ -110,7 +118,7 @@ def _label(system: str, backbone: str) -> str:
         return f"{backbone} (backbone, untuned)"
     if system.startswith("ref:"):
         return f"{system[4:]} (reference, untuned)"
-    return "PEARL (ours)"
+    return "PEARL-base (ours)" if system == "pearl-base" else "PEARL-small (ours)"
 
 
 def _cell(results: dict[str, dict], scores: dict[str, float], column: str) -> str:
@@ -136,11 +144,14 @@ def markdown(metrics_root: Path, summary: dict, tasks: list[str], tune_tasks: li
                 if any(c in scores.get(system, {}) for c in columns):
                     cells = " | ".join(_cell(system_results, scores[system], c) for c in columns)
                     lines.append(f"| {_label(system, backbone)} | {cells} |")
-            for row, name in (("delta", "Δ (model − backbone)"), ("margin_over_best_offshelf", "Δ (model − best off-the-shelf)")):
+            for row, name in (("delta", "Δ (PEARL-small − backbone)"),
+                              ("margin_over_best_offshelf", "Δ (PEARL-small − best off-the-shelf)"),
+                              ("pearl_base_margin_over_best_offshelf", "Δ (PEARL-base − best off-the-shelf)")):
                 if any(c in scores.get(row, {}) for c in columns):
                     lines.append(f"| {name} | " + " | ".join(
                         f"{scores[row][c]:+.1f}" if c in scores[row] else "–" for c in columns) + " |")
             lines.append("")
+    lines += bench_minutes(metrics_root, tasks, tune_tasks, string_tasks, backbone)
     base = load_results(metrics_root, "test", tasks, []).get("base", {})
     for task in ("yago", "umls"):
         if task in base:
@@ -153,6 +164,22 @@ def markdown(metrics_root: Path, summary: dict, tasks: list[str], tune_tasks: li
     lines.append("- Scores in percent: accuracy (PPDB, Turney, retrieval, AutoFJ, ATIS), Pearson r × 100 (BIRD), "
                  "Spearman ρ × 100 (word similarity, STS-B), NMI × 100 (clustering); ties credited 1/k.")
     return "\n".join(lines) + "\n"
+
+
+def bench_minutes(metrics_root: Path, tasks: list[str], tune_tasks: list[str], string_tasks: list[str],
+                  backbone: str) -> list[str]:
+    """What each system's benchmark stages took, per suite: an mpnet-size model encodes several times slower."""
+    minutes = {}
+    for suite, suite_tasks in (("test", tasks), ("tune", tune_tasks)):
+        for system, results in load_results(metrics_root, suite, suite_tasks, string_tasks).items():
+            seconds = [r["seconds"] for r in results.values() if isinstance(r.get("seconds"), (int, float))]
+            if seconds:
+                minutes.setdefault(system, {})[suite] = f"{sum(seconds) / 60:.1f} ({len(seconds)} tasks)"
+    if not minutes:
+        return []
+    return ["### Benchmark stages' minutes, per system (the machine of the run)", "", "| system | test suite | tune suite |",
+            "|---|---|---|", *(f"| {_label(system, backbone)} | {by.get('test', '–')} | {by.get('tune', '–')} |"
+                               for system, by in minutes.items()), ""]
 
 
 def write_report(metrics_root: Path, tasks: list[str], tune_tasks: list[str], string_tasks: list[str], backbone: str,

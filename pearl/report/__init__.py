@@ -1,0 +1,1 @@
+"""The `report` stage: the benchmark summary of every system."""

@@ -1,0 +1,6 @@
+"""DVC entry point of the `train_pearl_base` stage; the logic lives in pearl.pearl_base."""
+
+from pearl.cli import main
+
+if __name__ == "__main__":
+    main(["train-pearl-base"])

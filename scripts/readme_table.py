@@ -73,11 +73,16 @@ def join_table(summary: str) -> str:
     return "\n".join(kept).strip("\n") + "\n"
 
 
+def cost_table(cost: str) -> str:
+    """The encoders' cost table without its caption line, which the README's sentence before it replaces."""
+    return "\n".join(line for line in cost.splitlines() if line.startswith("|")) + "\n"
+
+
 def blocks() -> dict[str, str]:
     """Each README block's name and the text it must hold."""
     return {"headline": headline(SUMMARY.read_text(encoding="utf-8")),
             "join": join_table(JOIN_SUMMARY.read_text(encoding="utf-8")),
-            "cost": MODEL_COST.read_text(encoding="utf-8").strip("\n") + "\n"}
+            "cost": cost_table(MODEL_COST.read_text(encoding="utf-8"))}
 
 
 def _markers(name: str) -> tuple[str, str]:

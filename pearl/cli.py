@@ -211,9 +211,9 @@ def bench_task(
             write_json({"skipped": pearl_base.DISABLED}, out_dir / f"{task}.json")  # the report leaves it out
             return
         stage = {"model": "average", "pearl-base": "average_pearl_base"}.get(system)
-        if stage and not Path(model).is_dir():
-            raise MissingModelError(f"{model} is missing: run `dvc repro {stage}`")
         if stage:
+            if not Path(model).is_dir():
+                raise MissingModelError(f"{model} is missing: run `dvc repro {stage}`")
             pearl_base.check_trained(model)
         prefix = "" if model is None else _prefix_for(model, p)
         run_tasks(build_context(p, model, prefix, param), [task], out_dir)

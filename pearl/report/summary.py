@@ -130,9 +130,9 @@ def _cell(results: dict[str, dict], scores: dict[str, float], column: str) -> st
 
 def markdown(metrics_root: Path, summary: dict, tasks: list[str], tune_tasks: list[str],
              string_tasks: list[str], backbone: str) -> str:
-    lines = []
+    lines, loaded = [], {}
     for suite, suite_tasks in (("test", tasks), ("tune", tune_tasks)):
-        results = load_results(metrics_root, suite, suite_tasks, string_tasks)
+        results = loaded[suite] = load_results(metrics_root, suite, suite_tasks, string_tasks)
         scores = summary.get(suite, {})
         for title, columns in TABLES[suite]:
             columns = [c for c in columns if c in suite_tasks or c in MEANS]
@@ -151,8 +151,8 @@ def markdown(metrics_root: Path, summary: dict, tasks: list[str], tune_tasks: li
                     lines.append(f"| {name} | " + " | ".join(
                         f"{scores[row][c]:+.1f}" if c in scores[row] else "–" for c in columns) + " |")
             lines.append("")
-    lines += bench_minutes(metrics_root, tasks, tune_tasks, string_tasks, backbone)
-    base = load_results(metrics_root, "test", tasks, []).get("base", {})
+    lines += bench_minutes(loaded, backbone)
+    base = loaded["test"].get("base", {})
     for task in ("yago", "umls"):
         if task in base:
             kind = ("the paper's knowledge base" if base[task].get("dictionary_is_kb")
@@ -166,12 +166,12 @@ def markdown(metrics_root: Path, summary: dict, tasks: list[str], tune_tasks: li
     return "\n".join(lines) + "\n"
 
 
-def bench_minutes(metrics_root: Path, tasks: list[str], tune_tasks: list[str], string_tasks: list[str],
-                  backbone: str) -> list[str]:
-    """What each system's benchmark stages took, per suite: an mpnet-size model encodes several times slower."""
+def bench_minutes(loaded: dict[str, dict[str, dict]], backbone: str) -> list[str]:
+    """What each system's benchmark stages took, per suite (suite → load_results'): an mpnet-size model encodes
+    several times slower."""
     minutes = {}
-    for suite, suite_tasks in (("test", tasks), ("tune", tune_tasks)):
-        for system, results in load_results(metrics_root, suite, suite_tasks, string_tasks).items():
+    for suite, systems in loaded.items():
+        for system, results in systems.items():
             seconds = [r["seconds"] for r in results.values() if isinstance(r.get("seconds"), (int, float))]
             if seconds:
                 minutes.setdefault(system, {})[suite] = f"{sum(seconds) / 60:.1f} ({len(seconds)} tasks)"

@@ -8,6 +8,7 @@ once for all the weights and gates. Prints a Markdown table; --out also writes i
     python benchmarks/spelling_screen.py                         # all-MiniLM-L6-v2, w in 0 … 0.5
     python benchmarks/spelling_screen.py --models sentence-transformers/all-mpnet-base-v2 --weights 0,0.2
     python benchmarks/spelling_screen.py --weights 0,0.2,0.4 --gates none,split_words   # a per-text share
+    python benchmarks/spelling_screen.py --weights 0.2 --gates none,idf               # rare 3-grams weigh more
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from sklearn.feature_extraction.text import TfidfTransformer
 
+from pearl.artifacts import PHRASES_SCHEMA, read_artifact
 from pearl.bench.run import build_context, run_task
 from pearl.bench.task_names import TUNE_TASKS
 from pearl.embedder import Embedder
@@ -30,8 +33,10 @@ from pearl.report.summary import TITLES, with_means
 
 # "split_words" scales each text's share of spelling by the share of its words that the encoder's tokenizer cuts
 # into pieces: words held whole have a learned vector, names and codes spelled from pieces are where 3-grams add.
+# "idf" keeps the fixed share but weighs each 3-gram by its inverse document frequency over the corpus's phrases
+# (sublinear counts): grams every phrase shares ("ing", "the") count less than a name's rare ones.
 # Screened here only; the export has the fixed block ("none").
-GATES = ("none", "split_words")
+GATES = ("none", "split_words", "idf")
 WORD = re.compile(r"\w+")
 
 
@@ -52,8 +57,9 @@ class CachedEmbedder:
 class WithSpelling:
     """An encoder's vectors passed through the export's SpellingNgrams module (w = 0: the vectors alone)."""
 
-    def __init__(self, dense: CachedEmbedder, weight: float, n_features: int, gate: str):
-        self.dense, self.weight, self.n_features, self.gate = dense, weight, n_features, gate
+    def __init__(self, dense: CachedEmbedder, weight: float, n_features: int, gate: str,
+                 idf: TfidfTransformer | None = None):
+        self.dense, self.weight, self.n_features, self.gate, self.idf = dense, weight, n_features, gate, idf
 
     def embed(self, texts: list[str]) -> np.ndarray:
         dense = self.dense.embed(texts)
@@ -62,6 +68,10 @@ class WithSpelling:
         block = SpellingNgrams(dense.shape[1], self.n_features, self.weight)
         if self.gate == "none":
             return block({"sentence_embedding": torch.from_numpy(dense), TEXTS: texts})["sentence_embedding"].numpy()
+        if self.gate == "idf":
+            block.ngrams.set_params(norm=None)
+            grams = self.idf.transform(block.ngrams.transform(texts)).toarray()
+            return np.hstack([np.sqrt(1 - self.weight) * dense, np.sqrt(self.weight) * grams])
         share = self.weight * split_share(self.dense.embedder.model.tokenizer, texts)[:, None]
         vectors = np.hstack([np.sqrt(1 - share) * dense, np.sqrt(share) * block.ngrams.transform(texts).toarray()])
         return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
@@ -76,12 +86,20 @@ def split_share(tokenizer, texts: list[str]) -> np.ndarray:
                      for text_words in words])
 
 
+def fit_idf(phrases: Path, n_features: int) -> TfidfTransformer:
+    """IDF of the hashed 3-grams over the corpus's phrases (the parse stage's output)."""
+    texts = read_artifact(phrases, PHRASES_SCHEMA)["phrase"].to_list()
+    counts = SpellingNgrams(1, n_features, 0.5).ngrams.set_params(norm=None).transform(texts)
+    return TfidfTransformer(sublinear_tf=True).fit(counts)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default="sentence-transformers/all-MiniLM-L6-v2", help="comma-separated encoders")
     parser.add_argument("--weights", default="0,0.1,0.2,0.3,0.5", help="comma-separated w in [0, 1)")
     parser.add_argument("--n-features", type=int, default=1024, help="hashed 3-gram buckets")
     parser.add_argument("--gates", default="none", help=f"comma-separated gates ({', '.join(GATES)})")
+    parser.add_argument("--phrases", type=Path, default=Path("data/phrases/phrases.parquet"), help="the idf gate's corpus")
     parser.add_argument("--tasks", default=",".join(TUNE_TASKS), help="comma-separated tune tasks")
     parser.add_argument("--out", type=Path, help="also write the table here")
     args = parser.parse_args()
@@ -97,6 +115,7 @@ def main() -> None:
         parser.error(f"--tasks: {unknown[0]!r} is not a tune task ({', '.join(TUNE_TASKS)})")
     configure_logging(False)
     params = load_params("params.yaml")
+    idf = fit_idf(args.phrases, args.n_features) if "idf" in gates else None
     columns = [*tasks, "tune", "tune_names"]
     lines = ["| model | w | gate | " + " | ".join(TITLES[c] for c in columns) + " |", "|---" * (len(columns) + 3) + "|"]
     print(*lines, sep="\n")
@@ -105,7 +124,7 @@ def main() -> None:
         dense = CachedEmbedder(context.load_embedder())
         # w = 0 is the encoder alone, whatever the gate
         for weight, gate in [(w, g) for w in weights for g in (["none"] if w == 0 else gates)]:
-            channel = WithSpelling(dense, weight, args.n_features, gate)
+            channel = WithSpelling(dense, weight, args.n_features, gate, idf)
             ctx = dataclasses.replace(context, load_embedder=lambda channel=channel: channel)
             scores = with_means({task: run_task(ctx, task)["score"] for task in tasks})
             lines.append(f"| {model.split('/')[-1]} | {weight:g} | {gate if weight else '–'} | "

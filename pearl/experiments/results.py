@@ -127,7 +127,7 @@ def merge(recorded: list[dict], new: list[dict]) -> list[dict]:
     return sorted(by_rev.values(), key=lambda r: (r["table"], r["row"], r["seed"], r["created"]))
 
 
-def _stat(values: list[float]) -> dict:
+def seed_stat(values: list[float]) -> dict:
     return {"mean": round(mean(values), 2), "std": round(stdev(values), 2) if len(values) > 1 else None,
             "n": len(values)}
 
@@ -149,7 +149,7 @@ def aggregate(runs: list[dict], table: Table) -> dict[str, dict]:
         for column in COLUMNS:
             per_seed = [with_means(latest[(row, s)][column]) for s in seeds]
             keys = sorted({k for scores in per_seed for k in scores})
-            cells[column] = {k: _stat([p[k] for p in per_seed if k in p]) for k in keys}
+            cells[column] = {k: seed_stat([p[k] for p in per_seed if k in p]) for k in keys}
         rows[row] = cells
     return rows
 
@@ -171,7 +171,7 @@ def sweep_points(table: Table, rows: dict[str, dict]) -> dict[str, list[dict]]:
     return points
 
 
-def _cell(stat: dict | None, seeds: int) -> str:
+def stat_cell(stat: dict | None, seeds: int) -> str:
     """Mean ± std, and the n behind it when fewer seeds scored it than the row lists."""
     if not stat:
         return "–"
@@ -203,9 +203,9 @@ def markdown(tables: dict[str, Table], aggregated: dict[str, dict]) -> str:
             seeds = len(cells["seeds"])
             out.append("| " + " | ".join([
                 row, _overrides(cells["overrides"]), ",".join(map(str, cells["seeds"])),
-                *(_cell(cells["tune"].get(t), seeds) for t in TUNE_TASKS), _cell(tune, seeds), delta,
-                _cell(cells["test"].get("avg9"), seeds), _cell(cells["test"].get("general"), seeds),
-                _cell(cells["tune_base"].get("tune"), seeds)]) + " |")
+                *(stat_cell(cells["tune"].get(t), seeds) for t in TUNE_TASKS), stat_cell(tune, seeds), delta,
+                stat_cell(cells["test"].get("avg9"), seeds), stat_cell(cells["test"].get("general"), seeds),
+                stat_cell(cells["tune_base"].get("tune"), seeds)]) + " |")
         missing = [row for row, cells in rows.items() if not cells["seeds"]]
         if len(missing) == len(rows):
             out = out[:-2] + ["No row run yet."]

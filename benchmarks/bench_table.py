@@ -20,7 +20,16 @@ from pearl.report.summary import MEANS, TITLES, with_means
 
 
 def scores(folder: Path) -> dict[str, float]:
-    return with_means({path.stem: json.loads(path.read_text())["score"] for path in sorted(folder.glob("*.json"))})
+    return with_means({path.stem: _score(path) for path in sorted(folder.glob("*.json"))})
+
+
+def _score(path: Path) -> float:
+    result = json.loads(path.read_text())
+    if "score" not in result and len(result) == 1:  # a bench_ref stage's file: {reference model: its result}
+        (result,) = result.values()
+    if "score" not in result:
+        raise SystemExit(f"{path}: no 'score' (a bench_ref file of {len(result)} models? pass one model's folder)")
+    return result["score"]
 
 
 def table(systems: dict[str, list[dict[str, float]]]) -> str:

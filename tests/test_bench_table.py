@@ -24,3 +24,10 @@ def test_seed_folders_give_mean_and_sample_std(tmp_path):
 def test_a_task_missing_from_one_seed_says_how_many_scored_it(tmp_path):
     seeds = [scores(_folder(tmp_path, "a", {"bird": 60.0, "yago": 80.0})), scores(_folder(tmp_path, "b", {"bird": 62.0}))]
     assert "| base | 61.00 ± 1.41 | 80.00 (n=1) |" in table({"base": seeds})
+
+
+def test_a_reference_models_file_reads_as_its_one_models_result(tmp_path):
+    folder = tmp_path / "ref"
+    folder.mkdir()
+    (folder / "bird.json").write_text(json.dumps({"sentence-transformers/all-mpnet-base-v2": {"score": 69.77}}))
+    assert scores(folder)["bird"] == 69.77

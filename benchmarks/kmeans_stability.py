@@ -43,6 +43,8 @@ def _states(text: str) -> list[int]:
 def rows(label: str, model: str, tasks: list[str], tune_dir: Path, n_init: int, states: list[int],
          bench_state: int) -> list[str]:
     encoder = load_encoder(model)
+    if not hasattr(encoder, "encode"):
+        raise PearlError(f"--models {model!r} gives no vectors to cluster: give an embedding model")
     out = []
     for task in tasks:
         dataset = load_clustering(tune_dir, task, "train")

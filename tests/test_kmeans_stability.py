@@ -19,6 +19,11 @@ def test_one_row_per_random_state_with_the_benchmarks_marked(tmp_path, tiny_enco
     assert all(0 <= float(line.split(" | ")[4].rstrip(" |")) <= 100 for line in lines)
 
 
+def test_the_string_encoder_is_refused_in_one_line(tmp_path):
+    with pytest.raises(PearlError, match="no vectors to cluster"):
+        rows("s", "string", ["bc5cdr"], tmp_path, n_init=2, states=[0], bench_state=0)
+
+
 def test_bad_random_states_name_the_flag():
     with pytest.raises(PearlError, match="--states"):
         _states("42,x")

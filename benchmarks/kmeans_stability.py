@@ -21,7 +21,7 @@ from sklearn.metrics import normalized_mutual_info_score
 
 from pearl.bench.data import CLUSTER_TYPES, load_clustering
 from pearl.errors import PearlError
-from pearl.index.encoder import load_encoder
+from pearl.index.encoder import STRING, load_encoder
 from pearl.params import load_params
 
 
@@ -43,7 +43,7 @@ def _states(text: str) -> list[int]:
 def rows(label: str, model: str, tasks: list[str], tune_dir: Path, n_init: int, states: list[int],
          bench_state: int) -> list[str]:
     encoder = load_encoder(model)
-    if not hasattr(encoder, "encode"):
+    if encoder.kind == STRING:
         raise PearlError(f"--models {model!r} gives no vectors to cluster: give an embedding model")
     out = []
     for task in tasks:

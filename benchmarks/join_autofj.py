@@ -27,6 +27,7 @@ scripts/readme_table.py copies into the README.
     python benchmarks/join_autofj.py --autofj-budget inf          # AutoFJ on every dataset not kept yet
     python benchmarks/join_autofj.py --models string --datasets 25     # quick, the design half
     python benchmarks/join_autofj.py --tables-from a.json b.json       # the tables of earlier --out files
+    python benchmarks/join_autofj.py --tables-from before=a.json after=b.json   # two versions side by side
     python benchmarks/join_autofj.py --models models/pearl-base --no-calibrated --out b.json   # a slow encoder
 """
 
@@ -119,6 +120,7 @@ def run_autofj(name: str, python: Path, target: float, cache: Path, budget_left:
 
 
 SPLITS = {"first 25 by name (design)": slice(0, 25), "held-out 25": slice(25, 50), "all 50": slice(0, 50)}
+SPLIT_NAMES = dict(zip(("design", "held-out", "all"), SPLITS))
 
 
 def macro(per: dict[str, dict], shared: list[str]) -> dict[str, float]:
@@ -164,30 +166,35 @@ def summary_tables(rows: dict[str, dict[str, dict]], autofj_rows: dict[str, dict
 
 
 def write_markdown(path: Path, rows: dict[str, dict[str, dict]], autofj_rows: dict[str, dict], names: list[str],
-                   source: str) -> None:
-    tables = summary_tables(rows, autofj_rows, names, ["all 50", "held-out 25"])  # the README's
+                   source: str, splits: list[str]) -> None:
+    tables = summary_tables(rows, autofj_rows, names, splits)
     path.write_text(f"<!-- written by benchmarks/join_autofj.py {source} -->\n\n" + "\n".join(tables))
 
 
-def tables_from(files: list[Path], markdown: Path | None) -> None:
+def tables_from(files: list[str], markdown: Path | None, splits: list[str]) -> None:
     """The tables of earlier runs' --out files (one run per model, say), AutoFJ's rows taken from the first, over
-    the datasets that every system joined. Their seconds are those of the runs that wrote the files."""
+    the datasets that every system joined. Their seconds are those of the runs that wrote the files. A file given
+    as LABEL=FILE has its systems named "LABEL: system" (two versions of the join side by side)."""
     rows: dict[str, dict[str, dict]] = {}
-    for file in files:
+    for given in files:
+        label, _, file = given.rpartition("=")
         try:
-            read = json.loads(file.read_text())
+            read = json.loads(Path(file).read_text())
         except (OSError, ValueError) as error:
             raise SystemExit(f"error: {file} is not a --out file of this benchmark ({error})")
         if not isinstance(read, dict):
             raise SystemExit(f"error: {file} is not a --out file of this benchmark (no systems in it)")
-        rows |= {system: per for system, per in read.items() if system not in rows}
+        named = {s if s == "AutoFJ" or not label else f"{label}: {s}": per for s, per in read.items()}
+        rows |= {system: per for system, per in named.items() if system not in rows}
     if "AutoFJ" not in rows:
         raise SystemExit("error: no AutoFJ rows in the --tables-from files")
     rows = {"AutoFJ": rows.pop("AutoFJ"), **dict(sorted(rows.items()))}
     names = sorted(set.intersection(*(set(per) for system, per in rows.items() if system != "AutoFJ")))
     print("\n".join(summary_tables(rows, rows["AutoFJ"], names)))
     if markdown:
-        write_markdown(markdown, rows, rows["AutoFJ"], names, "--tables-from " + " ".join(f.name for f in files))
+        write_markdown(markdown, rows, rows["AutoFJ"], names, "--tables-from " + " ".join(
+            f"{label}{'=' if label else ''}{Path(file).name}" for label, _, file in (f.rpartition("=") for f in files)),
+            splits)
 
 
 def main() -> None:
@@ -207,11 +214,17 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=None, help="write the per-dataset rows as JSON")
     parser.add_argument("--markdown", type=Path, default=None,
                         help="write the tables as Markdown (metrics/join/summary.md is the README's)")
-    parser.add_argument("--tables-from", type=Path, nargs="+", default=None,
+    parser.add_argument("--markdown-splits", default="all,held-out",
+                        help=f"the halves --markdown writes, of {','.join(SPLIT_NAMES)} (default: the README's)")
+    parser.add_argument("--tables-from", nargs="+", default=None, metavar="[LABEL=]FILE",
                         help="join nothing: print (and with --markdown write) the tables of these --out files")
     args = parser.parse_args()
+    unknown = set(args.markdown_splits.split(",")) - set(SPLIT_NAMES)
+    if unknown:
+        parser.error(f"--markdown-splits {args.markdown_splits}: each of {', '.join(SPLIT_NAMES)}")
+    splits = [SPLIT_NAMES[s] for s in args.markdown_splits.split(",")]
     if args.tables_from:
-        return tables_from(args.tables_from, args.markdown)
+        return tables_from(args.tables_from, args.markdown, splits)
     configure_logging()
     names = data.autofj_names()[: args.datasets]
     from autofj.datasets import load_data
@@ -251,7 +264,7 @@ def main() -> None:
           "each system is scored on the datasets AutoFJ finished, side by side")
     print("\n".join(summary_tables(rows, autofj_rows, names)))
     if args.markdown:
-        write_markdown(args.markdown, rows, autofj_rows, names, f"on {os.cpu_count()} cores")
+        write_markdown(args.markdown, rows, autofj_rows, names, f"on {os.cpu_count()} cores", splits)
     if args.out:
         args.out.write_text(json.dumps(rows, indent=2) + "\n")
 

@@ -66,3 +66,21 @@ def test_the_3_gram_candidates_are_each_names_top_k_among_left_names_it_shares_a
         assert len(found) == k and (scores[i][found] >= kth - 1e-6).all()
         assert set(np.flatnonzero(scores[i] > kth + 1e-6)) <= set(found.tolist())
     assert (a == rows[-1]).sum() == 0  # "qqq zzz" shares no 3-gram with any left name
+
+
+def test_a_right_name_that_differs_from_each_left_name_as_two_left_names_do_is_not_joined():
+    left = ["2008 presidential election in ohio", "2012 presidential election in ohio",
+            "2008 presidential election in texas", "apple inc"]
+    right = ["2012 Presidential Election in Texas", "Presidential election in Ohio, 2012", "Apple Inc."]
+    choice = choose(left, right, None, precision_target=0.9)
+    # 2008/2012 and ohio/texas, each both ways; the Texas election of 2012 is in neither table
+    assert choice.negative_rules == 4 and choice.ruled_out >= 3
+    assert choice.left_row.tolist() == [-1, 1, 3]
+
+
+def test_right_names_without_a_single_candidate_join_nothing():
+    struck = ["2008 ohio vote", "2012 ohio vote", "2008 texas vote"]  # every candidate of "2012 Texas vote"
+    for left, right in ((["acme"], ["zzz"]), (struck, ["2012 Texas vote"])):
+        choice = choose(left, right, None, precision_target=0.9)
+        assert not choice.reached_target and choice.left_row.tolist() == [-1]
+    assert choice.ruled_out == 3

@@ -5,7 +5,8 @@
   normalised Indel similarity of the lower-cased, punctuation-stripped strings.
 - By default, `precision_target` P (0.9, AutoFJ's own): join functions (the encoder's cosine,
   3-gram and word TF-IDF cosines, token_set_ratio, Indel similarity, and mixes) and their cuts,
-  chosen per pair of tables by AutoFJ's label-free precision estimate (pearl.joining.select);
+  chosen per pair of tables by AutoFJ's label-free precision estimate (pearl.joining.select), after
+  AutoFJ's negative rules struck the candidate pairs that differ as two left names do ("2008" / "2012");
   `score` is then each join's estimated probability of being right. On the 50 AutoFJ datasets it
   recalls far more than the calibrated cut below at about the same precision (the README's
   join table, from benchmarks/join_autofj.py).
@@ -129,6 +130,8 @@ def _chosen(left_cells, right_cells, n_right: int, encoder: Encoder, precision_t
                 f"({choice.estimated_true_positives:.1f} true joins of {n} right names)" if choice.reached_target else
                 f"no join function reaches precision {precision_target} by AutoFJ's estimate (the best reaches "
                 f"{choice.estimated_precision:.3f}): nothing joined; lower --precision-target or give --threshold")
+    estimate += (f"; negative rules (token pairs that tell two left names apart): {choice.negative_rules}, "
+                 f"striking {choice.ruled_out} candidate pairs")
     cut = float(choice.confidence[joined].min()) if joined.any() else 1.0
     return JoinScores(left_row, score, cut, "each join's estimated probability of being right", estimate)
 

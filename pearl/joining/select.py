@@ -8,6 +8,8 @@ of any scoring function and cut, with no label. `choose` builds, as AutoFJ does,
 configurations (a join function and its cut): greedily, the configuration whose right names not yet
 joined add the most estimated true positives while the union's estimated precision stays at the
 target. Join functions: each signal alone, and the encoder's cosine mixed with each string signal.
+Before any scoring, AutoFJ's negative rules (pearl.joining.negative_rules), learned from pairs of left
+names, strike the candidate pairs that differ by a token pair that tells two left names apart.
 
 Every signal is a similarity in [0, 1] (distance = 1 − similarity), scored on candidate pairs only:
 each name's `candidates` nearest left names by the encoder (faiss) and by character 3-grams.
@@ -29,6 +31,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from pearl.cores import available_cores
+from pearl.joining.negative_rules import NegativeRules, token_sets
 
 if TYPE_CHECKING:  # an annotation only: the encoder's module loads the model libraries
     from pearl.index.encoder import EmbeddingEncoder
@@ -48,6 +51,8 @@ class Choice:
     left_row: np.ndarray  # per right name, the row of the left name it joins (-1: none)
     confidence: np.ndarray  # per right name, the estimated probability that its join is right (0: none)
     reached_target: bool
+    negative_rules: int = 0  # token pairs learned from the left table
+    ruled_out: int = 0  # candidate pairs (right name, left name) they struck
 
 
 @dataclass(frozen=True)
@@ -122,7 +127,7 @@ def choose(left: list[str], right: list[str], encoder: EmbeddingEncoder | None, 
     """AutoFJ's union of configurations for `precision_target`. `encoder` None: the string signals alone.
     Where no configuration reaches the target, nothing is joined (`reached_target` False), and
     `estimated_precision` is the highest that one reaches."""
-    configurations = _configurations(left, right, encoder, candidates)
+    configurations, rules, ruled_out = _configurations(left, right, encoder, candidates)
     left_row, precision = np.full(len(right), -1), np.zeros(len(right))
     joined, chosen = np.zeros(len(right), dtype=bool), []
     while True:
@@ -141,20 +146,25 @@ def choose(left: list[str], right: list[str], encoder: EmbeddingEncoder | None, 
         chosen.append((best.function, float(best.threshold)))
     if not chosen:
         best = max((float(c.precision[c.joined].mean()) for c in configurations if c.joined.any()), default=0.0)
-        return Choice([], best, 0.0, left_row, precision, False)
-    return Choice(chosen, float(precision[joined].mean()), float(precision.sum()), left_row, precision, True)
+        return Choice([], best, 0.0, left_row, precision, False, rules, ruled_out)
+    return Choice(chosen, float(precision[joined].mean()), float(precision.sum()), left_row, precision, True, rules,
+                  ruled_out)
 
 
 def _configurations(left: list[str], right: list[str], encoder: EmbeddingEncoder | None,
-                    candidates: int) -> list[_Configuration]:
-    """Every join function at each of its candidate cuts, with each right name's join and its estimated precision."""
+                    candidates: int) -> tuple[list[_Configuration], int, int]:
+    """Every join function at each of its candidate cuts, with each right name's join and its estimated precision;
+    the number of negative rules learned, and of candidate pairs they struck."""
     signals = Signals(left, right, encoder)
     n_left = len(left)
-    lr_a, lr_b = signals.nearest_left(np.arange(n_left, n_left + len(right)), candidates)
-    lr = signals.of_pairs(lr_a, lr_b)
     ll_a, ll_b = signals.nearest_left(np.arange(n_left), candidates + 1)
     own = ll_a != ll_b
     ll_a, ll_b = ll_a[own], ll_b[own]
+    rules = NegativeRules(token_sets(signals.texts), ll_a, ll_b)
+    lr_a, lr_b = signals.nearest_left(np.arange(n_left, n_left + len(right)), candidates)
+    allowed = rules.allowed(lr_a, lr_b)
+    lr_a, lr_b = lr_a[allowed], lr_b[allowed]
+    lr = signals.of_pairs(lr_a, lr_b)
     ll = signals.of_pairs(ll_a, ll_b)
     configurations = []
     for name, weights in join_functions(encoder is not None).items():
@@ -169,13 +179,15 @@ def _configurations(left: list[str], right: list[str], encoder: EmbeddingEncoder
             close = (neighbours >= 1 - 2 * (1 - threshold)).sum(axis=1)
             configurations.append(_Configuration(name, float(threshold), left_row, joined,
                                                  np.where(joined, 1.0 / (1.0 + close), 0.0)))
-    return configurations
+    return configurations, len(rules.pairs), int((~allowed).sum())
 
 
 def _best_per_right(right: np.ndarray, left: np.ndarray, score: np.ndarray, n_right: int) -> tuple[np.ndarray, np.ndarray]:
     """Each right name's highest-scoring candidate (the lower left row on a tie) and its score."""
     order = np.lexsort((left, -score, right))
-    first = order[np.r_[True, right[order][1:] != right[order][:-1]]]
+    first = np.ones(len(order), dtype=bool)  # no candidate at all (nothing shared, or all struck) joins nothing
+    first[1:] = right[order][1:] != right[order][:-1]
+    first = order[first]
     left_row, best = np.full(n_right, -1), np.zeros(n_right)
     left_row[right[first]], best[right[first]] = left[first], score[first]
     return left_row, best

@@ -175,11 +175,11 @@ def tables_from(files: list[str], markdown: Path | None, splits: list[str]) -> N
     """The tables of earlier runs' --out files (one run per model, say), AutoFJ's rows taken from the first, over
     the datasets that every system joined. Their seconds are those of the runs that wrote the files. A file given
     as LABEL=FILE has its systems named "LABEL: system" (two versions of the join side by side)."""
+    labelled = [(label, Path(file)) for label, _, file in (given.rpartition("=") for given in files)]
     rows: dict[str, dict[str, dict]] = {}
-    for given in files:
-        label, _, file = given.rpartition("=")
+    for label, file in labelled:
         try:
-            read = json.loads(Path(file).read_text())
+            read = json.loads(file.read_text())
         except (OSError, ValueError) as error:
             raise SystemExit(f"error: {file} is not a --out file of this benchmark ({error})")
         if not isinstance(read, dict):
@@ -193,8 +193,7 @@ def tables_from(files: list[str], markdown: Path | None, splits: list[str]) -> N
     print("\n".join(summary_tables(rows, rows["AutoFJ"], names)))
     if markdown:
         write_markdown(markdown, rows, rows["AutoFJ"], names, "--tables-from " + " ".join(
-            f"{label}{'=' if label else ''}{Path(file).name}" for label, _, file in (f.rpartition("=") for f in files)),
-            splits)
+            f"{label}={file.name}" if label else file.name for label, file in labelled), splits)
 
 
 def main() -> None:

@@ -4,9 +4,10 @@
 - Score: cosine, or with `string_weight` w > 0 the hybrid (1 − w) · cosine + w · rapidfuzz's
   normalised Indel similarity of the lower-cased, punctuation-stripped strings.
 - By default, `precision_target` P (0.9, AutoFJ's own): join functions (the encoder's cosine,
-  3-gram and word TF-IDF cosines, token_set_ratio, Indel similarity, and mixes) and their cuts,
-  chosen per pair of tables by AutoFJ's label-free precision estimate (pearl.joining.select), after
-  AutoFJ's negative rules struck the candidate pairs that differ as two left names do ("2008" / "2012");
+  3-gram and word TF-IDF cosines, rapidfuzz's measures, AutoFJ's set similarities, and mixes) and
+  their cuts, chosen per pair of tables by AutoFJ's label-free precision estimate and greedy search
+  (pearl.joining.select), after AutoFJ's negative rules struck the candidate pairs that differ as
+  two left names do ("2008" / "2012");
   `score` is then each join's estimated probability of being right. On the 50 AutoFJ datasets it
   recalls far more than the calibrated cut below at about the same precision (the README's
   join table, from benchmarks/join_autofj.py).
@@ -58,6 +59,7 @@ class JoinScores:
 
 CALIBRATION_QUANTILE = 0.9
 PRECISION_TARGET = 0.9
+SHOWN_FUNCTIONS = 5  # --explain names the join functions that gave the most joins
 
 
 def best_matches(left: pl.DataFrame, right: pl.DataFrame, left_on: str, right_on: str, encoder: Encoder | str,
@@ -122,7 +124,15 @@ def _chosen(left_cells, right_cells, n_right: int, encoder: Encoder, precision_t
     right_rows = np.asarray(right_cells.rows)
     left_row[right_rows[joined]] = [first_row[names[i]] for i in choice.left_row[joined]]
     score[right_rows] = choice.confidence
-    configurations = " ∪ ".join(f"{function} ≥ {cut:.3f}" for function, cut in choice.configurations)
+    lowest = {}  # a function's configurations join what its lowest cut joins
+    for function, cut in choice.configurations:
+        lowest[function] = min(cut, lowest.get(function, cut))
+    shown = list(choice.joined_by.items())[:SHOWN_FUNCTIONS]
+    configurations = (f"{len(choice.configurations)} configurations of {len(lowest)} join functions, the joins from "
+                      + ", ".join(f"{function} ≥ {lowest[function]:.3f} ({n})" for function, n in shown))
+    if len(choice.joined_by) > len(shown):
+        rest = list(choice.joined_by.values())[len(shown):]
+        configurations += f" and {len(rest)} more ({sum(rest)})"
     n = len(right_cells.texts)
     # AutoFJ's recall estimate: a right name without a match on the left counts as missed
     estimate = (f"chosen for precision {precision_target}: {configurations}; estimated precision "

@@ -67,7 +67,7 @@ def most_true_positives_at_target(configurations: select._Configurations, target
 
 
 UNIONS = {"most true positives at P": most_true_positives_at_target,
-          "AutoFJ's greedy": lambda configurations, target: select._greedy_union(configurations, target)[1]}
+          "AutoFJ's greedy": lambda configurations, target: select._greedy_union(configurations, target).left_row}
 
 
 def main() -> None:

@@ -212,7 +212,7 @@ def test_join_with_a_precision_target_chooses_its_scoring_and_explains_it(tmp_pa
     assert "chosen for precision 0.9: " in stdout
     assert "estimated precision 0.900 and recall 0.750 (4.5 true joins of 6 right names)" in stdout
     # smith/smyth, both ways, strikes "jon smith" against "john smyth"
-    assert "negative rules (token pairs that tell two left names apart): 2, striking 1 candidate pairs" in stdout
+    assert "negative rules (token pairs that tell two left names apart): 2, striking 1 candidate pair" in stdout
     assert ok(invoke(*base, "--out", out / "default.parquet")) == stdout.replace("joined.parquet", "default.parquet")
     joined = pl.read_parquet(out / "joined.parquet")
     assert pl.read_parquet(out / "default.parquet").equals(joined)  # precision 0.9 is the default

@@ -111,6 +111,10 @@ def best_matches(left: pl.DataFrame, right: pl.DataFrame, left_on: str, right_on
                       f"the {calibration_quantile} quantile of the left names' scores with their nearest other left name")
 
 
+def _counted(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def _chosen(left_cells, right_cells, n_right: int, encoder: Encoder, precision_target: float,
             candidates: int) -> JoinScores:
     from pearl.joining.select import choose
@@ -128,7 +132,8 @@ def _chosen(left_cells, right_cells, n_right: int, encoder: Encoder, precision_t
     for function, cut in choice.configurations:
         lowest[function] = min(cut, lowest.get(function, cut))
     shown = list(choice.joined_by.items())[:SHOWN_FUNCTIONS]
-    configurations = (f"{len(choice.configurations)} configurations of {len(lowest)} join functions, the joins from "
+    configurations = (f"{_counted(len(choice.configurations), 'configuration')} of "
+                      f"{_counted(len(lowest), 'join function')}, the joins from "
                       + ", ".join(f"{function} ≥ {lowest[function]:.3f} ({n})" for function, n in shown))
     if len(choice.joined_by) > len(shown):
         rest = list(choice.joined_by.values())[len(shown):]
@@ -141,7 +146,7 @@ def _chosen(left_cells, right_cells, n_right: int, encoder: Encoder, precision_t
                 f"no join function reaches precision {precision_target} by AutoFJ's estimate (the best reaches "
                 f"{choice.estimated_precision:.3f}): nothing joined; lower --precision-target or give --threshold")
     estimate += (f"; negative rules (token pairs that tell two left names apart): {choice.negative_rules}, "
-                 f"striking {choice.ruled_out} candidate pairs")
+                 f"striking {_counted(choice.ruled_out, 'candidate pair')}")
     cut = float(choice.confidence[joined].min()) if joined.any() else 1.0
     return JoinScores(left_row, score, cut, "each join's estimated probability of being right", estimate)
 

@@ -14,7 +14,7 @@ from tests.test_train import _params, _toy_inputs
 def _gradients(params, toy, world_size: int, rank: int) -> dict[str, torch.Tensor]:
     from pearl.train.data import Sampling, StepBatches, TrainingSet
     from pearl.train.distributed import average_gradients, close_world, init_world
-    from pearl.train.loop import _step, model_config, teacher_inputs
+    from pearl.train.loop import _step, model_config, spelling_block, teacher_inputs
     from pearl.model.phrase_model import PhraseModel
 
     world = init_world("cpu")
@@ -28,7 +28,8 @@ def _gradients(params, toy, world_size: int, rank: int) -> dict[str, torch.Tenso
     projection = None if teacher is None else torch.nn.Linear(model.dim, teacher.matrix.shape[1])
     trained = model if projection is None else torch.nn.ModuleList([model, projection])
     batch = StepBatches(data, Sampling(3, 8, 2, {"char": 1.0, "token": 1.0, "phrase": 1.0}), model.tokenize, 0, 1)[0]
-    _step(model, projection, batch, params, torch.device("cpu"), contextlib.nullcontext, world)
+    _step(model, projection, spelling_block(params, model.dim), batch, params, torch.device("cpu"), contextlib.nullcontext,
+          world)
     average_gradients(trained, world)
     grads = {name: p.grad.clone() for name, p in trained.named_parameters() if p.grad is not None}
     close_world(world)

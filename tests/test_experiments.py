@@ -100,6 +100,27 @@ def test_an_experiment_that_fails_with_head_detached_leaves_the_branch_checked_o
     assert Path("params.yaml").read_text() == "train: {lr: 3.0e-5}\n"
 
 
+@pytest.mark.slow
+def test_experiments_run_in_a_clone_that_never_built_some_outputs_of_the_lock(tmp_path, monkeypatch):
+    import sys
+
+    dvc = [str(Path(sys.executable).with_name("dvc"))]
+    subprocess.run(["git", "init", "-q", "-b", "main", str(tmp_path)], check=True)
+    subprocess.run([*dvc, "init", "-q"], cwd=tmp_path, check=True)
+    _commit(tmp_path, {"params.yaml": "x: 1\n", "metrics/.keep": "", "dvc.yaml": (  # the runner restores metrics/
+        "stages:\n  small:\n    cmd: cp params.yaml out.txt\n    params: [x]\n    outs: [out.txt]\n"
+        "  big:\n    cmd: echo big > big.txt\n    outs: [big.txt]\n")})
+    subprocess.run([*dvc, "repro", "-q"], cwd=tmp_path, check=True)
+    _commit(tmp_path, {})
+    # as in a fresh clone where only the small model was built: `big`'s output is in no cache
+    big = yaml.safe_load((tmp_path / "dvc.lock").read_text())["stages"]["big"]["outs"][0]["md5"]
+    (tmp_path / ".dvc" / "cache" / "files" / "md5" / big[:2] / big[2:]).unlink()
+    (tmp_path / "big.txt").unlink()
+    monkeypatch.chdir(tmp_path)
+    assert run_all([Run("t9", "a", 42, {"x": 2})], 42, ("small",), done=set()) == ["t9-a-s42"]
+    assert (tmp_path / "out.txt").read_text() == "x: 1\n" and not (tmp_path / "big.txt").exists()
+
+
 def _commit(repo: Path, files: dict[str, str]) -> str:
     for path, text in files.items():
         (repo / path).parent.mkdir(parents=True, exist_ok=True)
@@ -132,13 +153,13 @@ def test_finished_experiments_are_read_from_dvcs_refs_of_every_commit(tmp_path, 
 def _experiment_commit(repo: Path, seed_score: float, test_model_hash: str, overrides: dict,
                        before_ray: bool = False, before_shared_storage: bool = False) -> str:
     """An experiment's commit: the project's params with `overrides` set, as `dvc exp run -S` leaves them;
-    `before_ray`: made before params.yaml had `engine` and the ray section; `before_shared_storage`: before
-    it had ray.shared_storage."""
+    `before_ray`: made before params.yaml had `engine` and the ray section, and train.spelling_in_loss;
+    `before_shared_storage`: before it had ray.shared_storage."""
     params = yaml.safe_load((ROOT / "params.yaml").read_text())
     for dotted, value in overrides.items():
         set_key(params, dotted, value)
     if before_ray:
-        del params["ray"], params["engine"]
+        del params["ray"], params["engine"], params["train"]["spelling_in_loss"]
     if before_shared_storage:
         del params["ray"]["shared_storage"]
     model = {"path": "models/pearl", "md5": "m1.dir"}
@@ -186,6 +207,8 @@ def test_results_keep_only_scores_of_the_experiments_own_model_and_average_seeds
     older = {**first, "rev": "old", "seed": 7, "recipe": "older", "created": "2026-01-01T00:00:00+00:00"}
     rows = aggregate([older, first, second, other], table)
     assert first["recipe"] == second["recipe"] == table.recipes["no-type"] != other["recipe"]
+    spelled = load_table(_table(tmp_path, {"rows": {"on": {"train.spelling_in_loss": True}}}), ROOT / "params.yaml")
+    assert spelled.recipes["on"] not in (first["recipe"], other["recipe"])  # a lever switched on is a recipe of its own
     assert rows["no-type"]["seeds"] == [1, 42] and rows["default"]["seeds"] == [3]
     tune_mean = rows["no-type"]["tune"]["tune"]
     assert (tune_mean["mean"], tune_mean["n"]) == (51.0 + (len(TUNE_MEAN_TASKS) - 1) / 2, 2) and tune_mean["std"] == pytest.approx(1.41, abs=0.01)

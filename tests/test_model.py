@@ -79,6 +79,20 @@ def test_vector_distillation_is_the_mean_squared_distance_to_the_teachers_vector
                       projection=exact, vector_distill_weight=1.0).vector_distill == 0
 
 
+def test_scored_rows_feed_the_pair_terms_and_the_model_vectors_feed_the_type_head():
+    torch.manual_seed(0)
+    vectors, head, labels = torch.randn(7, 4), torch.nn.Linear(4, 95), torch.tensor([1, 2, 3])
+    scored = torch.randn(7, 9)  # wider, as with a spelling block after the model's vector
+    teacher_cos = torch.rand(3, 4)
+    plain = pearl_loss(vectors, 3, labels, None, head, 0.07, 1.0, teacher_cos=teacher_cos, distill_weight=1.0)
+    spelled = pearl_loss(vectors, 3, labels, None, head, 0.07, 1.0, teacher_cos=teacher_cos, distill_weight=1.0,
+                         scored=scored)
+    assert torch.isclose(spelled.contrastive, info_nce(scored[:3], scored[3:], None, 0.07))
+    assert not torch.isclose(spelled.contrastive, plain.contrastive)
+    assert not torch.isclose(spelled.distill, plain.distill)
+    assert torch.isclose(spelled.type_loss, plain.type_loss)
+
+
 def test_each_rank_and_step_draws_its_own_dropout_masks():
     from pearl.train.loop import seed_dropout
 

@@ -227,6 +227,36 @@ def test_a_teacher_without_distillation_is_the_recipe_without_one(make_params, t
 
 
 @pytest.mark.slow
+def test_spelling_in_loss_scores_pairs_as_the_export_does(make_params, tiny_encoder, toy, tmp_path):
+    from pearl.model.phrase_model import PhraseModel
+    from pearl.model.st_modules import TEXTS, SpellingNgrams
+    from pearl.train.loop import model_config, spelling_block, with_spelling
+
+    off = _params(make_params, tiny_encoder, tmp_path, train__max_steps=2)
+    on = _params(make_params, tiny_encoder, tmp_path, train__max_steps=2, train__spelling_in_loss=True,
+                 average__spelling_weight=0.3)
+    assert spelling_block(off, 8) is None
+    model = PhraseModel(model_config(on))
+    texts = ["new york", "new yorck", "paris"]
+    vectors = model.encode(texts)
+    rows = with_spelling(spelling_block(on, model.dim), vectors, texts)
+    exported = SpellingNgrams(model.dim, on.average.spelling_features, 0.3)(
+        {"sentence_embedding": vectors, TEXTS: texts})["sentence_embedding"]
+    assert torch.equal(rows, exported)
+    grams = rows[:, model.dim:] / 0.3 ** 0.5
+    assert torch.allclose(rows @ rows.T, 0.7 * vectors @ vectors.T + 0.3 * grams @ grams.T, atol=1e-5)
+
+    plain_numbers, plain = _train(off, toy, tmp_path / "a")
+    numbers, spelled = _train(on, toy, tmp_path / "b")
+    assert (plain_numbers["spelling_weight_in_loss"], numbers["spelling_weight_in_loss"]) == (0.0, 0.3)
+    first, plain_first = spelled.row(0, named=True), plain.row(0, named=True)  # same batch, same first forward
+    assert first["type_loss"] == pytest.approx(plain_first["type_loss"], abs=1e-6)
+    assert first["contrastive"] != pytest.approx(plain_first["contrastive"], abs=1e-3)
+    with pytest.raises(PearlError, match="average.spelling_weight 0 turns off"):
+        _params(make_params, tiny_encoder, tmp_path, train__spelling_in_loss=True, average__spelling_weight=0)
+
+
+@pytest.mark.slow
 def test_vector_distillation_adds_its_term_and_a_crash_resumes_with_its_projection(make_params, tiny_encoder, toy,
                                                                                    tmp_path, monkeypatch):
     import pearl.train.loop as loop

@@ -70,13 +70,23 @@ class Table:
         return [Run(self.name, row, seed, self.rows[row]) for seed in (seeds or self.seeds) for row in chosen]
 
 
+# Levers added after runs were recorded, each at the value that trains as the recipe did before it
+# existed: a run's params without the key are read at that value, and the key at that value stays out
+# of the recipe, so that adding a lever, off, keeps every recorded run counting.
+ADDED_OFF = {("train", "spelling_in_loss"): False}
+
+
 def recipe_of(params: Params) -> str:
     """What a run trains and measures with, the seed aside: its typed params but train.seed, the
-    benchmark's and Figure 4's sections, where the work ran (engine, ray: the same rows) and PEARL-base's
-    section (its own stages; the tables' runs train PEARL-small). A run counts for every row of this
-    recipe, whichever table ran it, and for none once the default has moved on."""
+    benchmark's and Figure 4's sections, where the work ran (engine, ray: the same rows), PEARL-base's
+    section (its own stages; the tables' runs train PEARL-small) and the `ADDED_OFF` levers at their off
+    value. A run counts for every row of this recipe, whichever table ran it, and for none once the
+    default has moved on."""
     recipe = {k: v for k, v in asdict(params).items() if k not in ("bench", "figure4", "engine", "ray", "pearl_base")}
     recipe["train"] = {k: v for k, v in recipe["train"].items() if k != "seed"}
+    for (section, key), off in ADDED_OFF.items():
+        if recipe[section][key] == off:
+            del recipe[section][key]
     return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:12]
 
 

@@ -24,7 +24,7 @@ from pearl.artifacts import atomic_path, write_json
 from pearl.bench.task_names import ALL_TASKS, TUNE_TASKS
 from pearl.errors import PearlError
 from pearl.experiments import shell
-from pearl.experiments.definitions import (Table, default_value, param_key, parse_name, recipe_of, sweep_row,
+from pearl.experiments.definitions import (ADDED_OFF, Table, default_value, param_key, parse_name, recipe_of, sweep_row,
                                           yaml_value)
 from pearl.experiments.sweep_figure import draw_sweeps
 from pearl.log import get_logger
@@ -89,10 +89,14 @@ def _column(rev: str, lock: dict, params: dict, column: str) -> dict[str, float]
 def _with_todays_outside_sections(params: dict, default: Params) -> dict:
     """A run's params with today's `engine`, ray and pearl_base sections: none enters a recipe (the same
     rows on either engine; PEARL-small's stages read no pearl_base key), and older runs lack them, or
-    keys added to them since."""
+    keys added to them since; and each `ADDED_OFF` lever the run predates, at its off value."""
     if not isinstance(params, dict):
         return params
-    return {**params, "engine": default.engine, "ray": asdict(default.ray), "pearl_base": asdict(default.pearl_base)}
+    params = {**params, "engine": default.engine, "ray": asdict(default.ray), "pearl_base": asdict(default.pearl_base)}
+    for (section, key), off in ADDED_OFF.items():
+        if isinstance(params.get(section), dict) and key not in params[section]:
+            params[section] = {**params[section], key: off}
+    return params
 
 
 def read_run(found: Finished, tables: dict[str, Table], default: Params) -> dict | None:

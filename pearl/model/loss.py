@@ -108,11 +108,15 @@ def pearl_loss(vectors: torch.Tensor, n_anchors: int, labels: torch.Tensor, excl
                type_head: nn.Module, temperature: float, type_weight: float,
                contrastive_weight: float = 1.0, teacher_cos: torch.Tensor | None = None, distill_weight: float = 0.0,
                distill_loss: str = "kl", teacher_vectors: torch.Tensor | None = None,
-               projection: nn.Module | None = None, vector_distill_weight: float = 0.0) -> LossParts:
+               projection: nn.Module | None = None, vector_distill_weight: float = 0.0,
+               scored: torch.Tensor | None = None) -> LossParts:
     """`vectors` = anchors, then their positives (same order), then hard negatives;
     `teacher_cos[i, j]` the teacher's cosine of anchor i and candidate j; `teacher_vectors[k]` the
-    teacher's vector for vectors[k] (a positive's is its phrase's)."""
-    anchors, candidates = vectors[:n_anchors], vectors[n_anchors:]
+    teacher's vector for vectors[k] (a positive's is its phrase's). `scored`, the same rows as the
+    export scores them (with its spelling block), is what InfoNCE and the in-batch distillation
+    compare; the type head and the vector distillation read the model's own `vectors`."""
+    scored = vectors if scored is None else scored
+    anchors, candidates = scored[:n_anchors], scored[n_anchors:]
     contrastive = info_nce(anchors, candidates, exclude, temperature)
     views = vectors[: 2 * n_anchors]
     logits = type_head(views).float()

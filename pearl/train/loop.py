@@ -20,6 +20,7 @@ from pearl.log import get_logger
 from pearl.model.grad_cache import cached_backward
 from pearl.model.loss import LossParts, pearl_loss
 from pearl.model.phrase_model import ModelConfig, PhraseModel
+from pearl.model.st_modules import TEXTS, SpellingNgrams
 from pearl.params import Params
 from pearl.train.checkpoint import clear_checkpoints, fingerprint, load_checkpoint, save_checkpoint
 from pearl.teacher.vectors import TeacherVectors
@@ -119,8 +120,19 @@ def _rows(features: dict[str, torch.Tensor], start: int, stop: int, device) -> d
     return {k: v[start:stop].to(device, non_blocking=True) for k, v in features.items()}
 
 
-def _step(model: PhraseModel, projection: torch.nn.Linear | None, batch: Batch, params: Params, device, autocast,
-          world: World) -> LossParts:
+def spelling_block(params: Params, dim: int) -> SpellingNgrams | None:
+    """The export's spelling block (`average.spelling_*`), for `train.spelling_in_loss`; else None."""
+    a = params.average
+    return SpellingNgrams(dim, a.spelling_features, a.spelling_weight) if params.train.spelling_in_loss else None
+
+
+def with_spelling(spelling: SpellingNgrams, vectors: torch.Tensor, texts: list[str]) -> torch.Tensor:
+    """The rows as the export scores them: the same module, so training and export cannot drift apart."""
+    return spelling({"sentence_embedding": vectors, TEXTS: texts})["sentence_embedding"]
+
+
+def _step(model: PhraseModel, projection: torch.nn.Linear | None, spelling: SpellingNgrams | None, batch: Batch,
+          params: Params, device, autocast, world: World) -> LossParts:
     t = params.train
     labels, exclude = batch.labels.to(device), batch.exclude.to(device)
     teacher_cos, teacher_vectors = (None if a is None else a.to(device) for a in (batch.teacher_cos, batch.teacher_vectors))
@@ -129,7 +141,8 @@ def _step(model: PhraseModel, projection: torch.nn.Linear | None, batch: Batch, 
         with autocast():
             return pearl_loss(vectors, batch.n_anchors, labels, exclude, model.type_head, t.temperature, t.type_weight,
                               t.contrastive_weight, teacher_cos, t.distill_weight, t.distill_loss,
-                              teacher_vectors, projection, t.vector_distill_weight)
+                              teacher_vectors, projection, t.vector_distill_weight,
+                              None if spelling is None else with_spelling(spelling, vectors, batch.texts))
 
     n = len(batch.texts)
     if t.grad_cache:
@@ -174,6 +187,7 @@ def train(params: Params, inputs: TrainInputs) -> TrainResult:
     projection = (torch.nn.Linear(model.dim, teacher.matrix.shape[1]).to(device)
                   if teacher is not None and t.vector_distill_weight > 0 else None)
     trained = model if projection is None else torch.nn.ModuleList([model, projection])  # what the ranks keep equal
+    spelling = spelling_block(params, model.dim)
     total = per_epoch * t.epochs if t.max_steps is None else min(per_epoch * t.epochs, t.max_steps)
 
     # The character encoder and type head start from random weights: at the backbone's small
@@ -215,7 +229,7 @@ def train(params: Params, inputs: TrainInputs) -> TrainResult:
         step = start + k
         seed_dropout(seed, world.rank, step)
         optimizer.zero_grad(set_to_none=True)
-        parts = _step(model, projection, batch, params, device, autocast, world)
+        parts = _step(model, projection, spelling, batch, params, device, autocast, world)
         average_gradients(trained, world)
         optimizer.step()
         scheduler.step()

@@ -29,7 +29,6 @@ class SetMeasures:
     def __init__(self, words, grams):
         self.sets = {"words": sparse.csr_matrix(words, dtype=np.float64),
                      "3-grams": sparse.csr_matrix(grams, dtype=np.float64)}
-        self.sizes = {elements: _row_sums(matrix) for elements, matrix in self.sets.items()}
         self.weighted, self.totals = {}, {}
         for elements, matrix in self.sets.items():
             names_with = np.asarray(matrix.sum(axis=0)).ravel()
@@ -40,11 +39,13 @@ class SetMeasures:
     def of_pairs(self, a: np.ndarray, b: np.ndarray) -> dict[str, np.ndarray]:
         signals = {}
         for elements, matrix in self.sets.items():
-            sizes = self.sizes[elements]
-            nested = _row_sums(matrix[a].multiply(matrix[b])) >= np.minimum(sizes[a], sizes[b])
+            in_b = matrix[b]
+            common = _row_sums(matrix[a].multiply(in_b))  # the uniform weight's shared total too
+            sizes = self.totals[elements, "uniform"]
+            nested = common >= np.minimum(sizes[a], sizes[b])
             for weight in WEIGHTS:
                 total = self.totals[elements, weight]
-                shared = _row_sums(self.weighted[elements, weight][a].multiply(matrix[b]))
+                shared = common if weight == "uniform" else _row_sums(self.weighted[elements, weight][a].multiply(in_b))
                 jaccard = shared / np.maximum(total[a] + total[b] - shared, 1e-12)
                 signals[f"jaccard({elements}, {weight})"] = jaccard
                 signals[f"overlap({elements}, {weight})"] = shared / np.maximum(np.minimum(total[a], total[b]), 1e-12)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import re
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -36,7 +37,13 @@ from pearl.report.summary import TITLES, with_means
 # "idf" keeps the fixed share but weighs each 3-gram by its inverse document frequency over the corpus's phrases
 # (sublinear counts): grams every phrase shares ("ing", "the") count less than a name's rare ones.
 # Screened here only; the export has the fixed block ("none").
-GATES = ("none", "split_words", "idf")
+# "common_words" gives each text's share of spelling in proportion to its words that are not everyday English
+# (not among wordfreq's most frequent words with a WordNet sense that is not a proper name): the rest of the
+# block's unit length goes to a direction of the text's own, pseudo-random, so that two texts of everyday
+# words score by their cosine alone, with no change of scale between pairs. "common_words_axis" puts that rest on
+# one axis all texts share instead (no noise, but two texts of everyday words then score w above a pair of
+# uncommon ones that spell nothing alike).
+GATES = ("none", "split_words", "idf", "common_words", "common_words_axis")
 WORD = re.compile(r"\w+")
 
 
@@ -44,6 +51,9 @@ class CachedEmbedder:
     """An encoder's normalised vectors, each text encoded once across the screen's weights."""
 
     def __init__(self, embedder: Embedder):
+        # an export's own block is taken out: each row adds the block it screens to the trained vectors alone
+        for index in reversed([i for i, module in enumerate(embedder.model) if isinstance(module, SpellingNgrams)]):
+            del embedder.model[index]
         self.embedder = embedder
         self.cache: dict[str, np.ndarray] = {}
 
@@ -58,8 +68,9 @@ class WithSpelling:
     """An encoder's vectors passed through the export's SpellingNgrams module (w = 0: the vectors alone)."""
 
     def __init__(self, dense: CachedEmbedder, weight: float, n_features: int, gate: str,
-                 idf: TfidfTransformer | None = None):
+                 idf: TfidfTransformer | None = None, common: frozenset[str] = frozenset()):
         self.dense, self.weight, self.n_features, self.gate, self.idf = dense, weight, n_features, gate, idf
+        self.common = common
 
     def embed(self, texts: list[str]) -> np.ndarray:
         dense = self.dense.embed(texts)
@@ -72,6 +83,14 @@ class WithSpelling:
             block.ngrams.set_params(norm=None)
             grams = self.idf.transform(block.ngrams.transform(texts)).toarray()
             return np.hstack([np.sqrt(1 - self.weight) * dense, np.sqrt(self.weight) * grams])
+        if self.gate in ("common_words", "common_words_axis"):
+            share = uncommon_share(texts, self.common)[:, None]
+            grams = block.ngrams.transform(texts).toarray()
+            if self.gate == "common_words":
+                spelling = share * grams + np.sqrt(1 - share ** 2) * private_directions(texts, grams.shape[1])
+            else:
+                spelling = np.hstack([share * grams, np.sqrt(1 - share ** 2)])
+            return np.hstack([np.sqrt(1 - self.weight) * dense, np.sqrt(self.weight) * spelling])
         share = self.weight * split_share(self.dense.embedder.model.tokenizer, texts)[:, None]
         vectors = np.hstack([np.sqrt(1 - share) * dense, np.sqrt(share) * block.ngrams.transform(texts).toarray()])
         return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
@@ -84,6 +103,29 @@ def split_share(tokenizer, texts: list[str]) -> np.ndarray:
     pieces = iter(tokenizer(flat, add_special_tokens=False)["input_ids"] if flat else [])
     return np.array([sum(len(next(pieces)) > 1 for _ in text_words) / len(text_words) if text_words else 1.0
                      for text_words in words])
+
+
+def uncommon_share(texts: list[str], common: frozenset[str]) -> np.ndarray:
+    """Per text, the share of its words (lower-cased) not in `common` (1 without a word)."""
+    words = [WORD.findall(text.lower()) for text in texts]
+    return np.array([sum(word not in common for word in ws) / len(ws) if ws else 1.0 for ws in words])
+
+
+def private_directions(texts: list[str], dim: int) -> np.ndarray:
+    """A unit vector per text, pseudo-random but fixed by the text after case and space folding."""
+    out = np.empty((len(texts), dim))
+    for i, text in enumerate(texts):
+        rng = np.random.default_rng(zlib.crc32(" ".join(text.casefold().split()).encode()))
+        out[i] = rng.standard_normal(dim)
+    return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+
+def common_words(top: int) -> frozenset[str]:
+    """wordfreq's `top` most frequent English words that have a WordNet sense other than a proper name's."""
+    import wordfreq
+    from nltk.corpus import wordnet as wn
+    return frozenset(word for word in wordfreq.top_n_list("en", top)
+                     if any(not synset.instance_hypernyms() for synset in wn.synsets(word)))
 
 
 def fit_idf(phrases: Path, n_features: int) -> TfidfTransformer:
@@ -99,6 +141,7 @@ def main() -> None:
     parser.add_argument("--weights", default="0,0.1,0.2,0.3,0.5", help="comma-separated w in [0, 1)")
     parser.add_argument("--n-features", type=int, default=1024, help="hashed 3-gram buckets")
     parser.add_argument("--gates", default="none", help=f"comma-separated gates ({', '.join(GATES)})")
+    parser.add_argument("--common-top", type=int, default=30000, help="the common_words gate's wordfreq list length")
     parser.add_argument("--phrases", type=Path, default=Path("data/phrases/phrases.parquet"), help="the idf gate's corpus")
     parser.add_argument("--tasks", default=",".join(TUNE_TASKS), help="comma-separated tune tasks")
     parser.add_argument("--out", type=Path, help="also write the table here")
@@ -116,6 +159,7 @@ def main() -> None:
     configure_logging(False)
     params = load_params("params.yaml")
     idf = fit_idf(args.phrases, args.n_features) if "idf" in gates else None
+    common = common_words(args.common_top) if {"common_words", "common_words_axis"} & set(gates) else frozenset()
     columns = [*tasks, "tune", "tune_names"]
     lines = ["| model | w | gate | " + " | ".join(TITLES[c] for c in columns) + " |", "|---" * (len(columns) + 3) + "|"]
     print(*lines, sep="\n")
@@ -124,7 +168,7 @@ def main() -> None:
         dense = CachedEmbedder(context.load_embedder())
         # w = 0 is the encoder alone, whatever the gate
         for weight, gate in [(w, g) for w in weights for g in (["none"] if w == 0 else gates)]:
-            channel = WithSpelling(dense, weight, args.n_features, gate, idf)
+            channel = WithSpelling(dense, weight, args.n_features, gate, idf, common)
             ctx = dataclasses.replace(context, load_embedder=lambda channel=channel: channel)
             scores = with_means({task: run_task(ctx, task)["score"] for task in tasks})
             lines.append(f"| {model.split('/')[-1]} | {weight:g} | {gate if weight else '–'} | "

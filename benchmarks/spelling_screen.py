@@ -17,6 +17,7 @@ import argparse
 import dataclasses
 import re
 import zlib
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
@@ -79,36 +80,43 @@ class WithSpelling:
         block = SpellingNgrams(dense.shape[1], self.n_features, self.weight)
         if self.gate == "none":
             return block({"sentence_embedding": torch.from_numpy(dense), TEXTS: texts})["sentence_embedding"].numpy()
+        if self.gate == "split_words":
+            share = self.weight * split_share(self.dense.embedder.model.tokenizer, texts)[:, None]
+            vectors = np.hstack([np.sqrt(1 - share) * dense, np.sqrt(share) * block.ngrams.transform(texts).toarray()])
+            return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+        return np.hstack([np.sqrt(1 - self.weight) * dense, np.sqrt(self.weight) * self.spelling(block, texts)])
+
+    def spelling(self, block: SpellingNgrams, texts: list[str]) -> np.ndarray:
+        """The unit-length block of a gate that keeps spelling's fixed share w of every score."""
         if self.gate == "idf":
             block.ngrams.set_params(norm=None)
-            grams = self.idf.transform(block.ngrams.transform(texts)).toarray()
-            return np.hstack([np.sqrt(1 - self.weight) * dense, np.sqrt(self.weight) * grams])
-        if self.gate in ("common_words", "common_words_axis"):
-            share = uncommon_share(texts, self.common)[:, None]
-            grams = block.ngrams.transform(texts).toarray()
-            if self.gate == "common_words":
-                spelling = share * grams + np.sqrt(1 - share ** 2) * private_directions(texts, grams.shape[1])
-            else:
-                spelling = np.hstack([share * grams, np.sqrt(1 - share ** 2)])
-            return np.hstack([np.sqrt(1 - self.weight) * dense, np.sqrt(self.weight) * spelling])
-        share = self.weight * split_share(self.dense.embedder.model.tokenizer, texts)[:, None]
-        vectors = np.hstack([np.sqrt(1 - share) * dense, np.sqrt(share) * block.ngrams.transform(texts).toarray()])
-        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+            return self.idf.transform(block.ngrams.transform(texts)).toarray()
+        share = uncommon_share(texts, self.common)[:, None]
+        grams, rest = share * block.ngrams.transform(texts).toarray(), np.sqrt(1 - share ** 2)
+        if self.gate == "common_words":
+            return grams + rest * private_directions(texts, grams.shape[1])
+        return np.hstack([grams, rest])
 
 
 def split_share(tokenizer, texts: list[str]) -> np.ndarray:
     """Per text, the share of its words that `tokenizer` cuts into more than one piece (1 without a word)."""
     words = [WORD.findall(text) for text in texts]
     flat = [word for text_words in words for word in text_words]
-    pieces = iter(tokenizer(flat, add_special_tokens=False)["input_ids"] if flat else [])
-    return np.array([sum(len(next(pieces)) > 1 for _ in text_words) / len(text_words) if text_words else 1.0
-                     for text_words in words])
+    pieces = tokenizer(flat, add_special_tokens=False)["input_ids"] if flat else []
+    return word_share(words, (len(word_pieces) > 1 for word_pieces in pieces))
 
 
 def uncommon_share(texts: list[str], common: frozenset[str]) -> np.ndarray:
     """Per text, the share of its words (lower-cased) not in `common` (1 without a word)."""
     words = [WORD.findall(text.lower()) for text in texts]
-    return np.array([sum(word not in common for word in ws) / len(ws) if ws else 1.0 for ws in words])
+    return word_share(words, (word not in common for text_words in words for word in text_words))
+
+
+def word_share(words: list[list[str]], marked: Iterable[bool]) -> np.ndarray:
+    """Per text, the share of its words marked (`marked`: one flag per word, in order; 1 without a word)."""
+    flags = iter(marked)
+    return np.array([sum(next(flags) for _ in text_words) / len(text_words) if text_words else 1.0
+                     for text_words in words])
 
 
 def private_directions(texts: list[str], dim: int) -> np.ndarray:

@@ -109,6 +109,20 @@ def test_the_spelling_block_gives_3_grams_a_fixed_share_of_every_cosine(tiny_mod
     assert np.abs(np.load(out) - vectors).max() < 1e-6
 
 
+def test_export_without_spelling_is_the_export_at_weight_0(tiny_model, export, tmp_path):
+    script = Path(__file__).resolve().parents[1] / "scripts" / "export_without_spelling.py"
+    spelled, copy = tmp_path / "spelled", tmp_path / "teacher"
+    export_sentence_transformer(tiny_model, spelled, spelling_weight=0.3, spelling_features=64)
+    run = subprocess.run([sys.executable, str(script), str(spelled), str(copy)], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-3000:]
+    texts = ["acme corp", "Acme Corporation", "zebra"]
+    assert np.array_equal(load(copy).encode(texts), load(export).encode(texts))
+    assert json.loads((copy / "pearl_model.json").read_text())["dimension"] == 32 + 8
+    again = subprocess.run([sys.executable, str(script), str(copy), str(tmp_path / "again")], capture_output=True,
+                           text=True)
+    assert again.returncode != 0 and "has no SpellingNgrams module" in again.stderr
+
+
 def _write_modules(directory: Path, modules: list[dict]) -> None:
     (directory / "modules.json").write_text(json.dumps(modules))
 

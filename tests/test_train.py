@@ -257,6 +257,23 @@ def test_spelling_in_loss_scores_pairs_as_the_export_does(make_params, tiny_enco
 
 
 @pytest.mark.slow
+def test_distillation_warmup_trains_the_vector_term_alone_before_the_recipe(make_params, tiny_encoder, toy, tmp_path):
+    taught = dict(model__teacher="toy-teacher", train__distill_weight=0)
+    _, plain = _train(_params(make_params, tiny_encoder, tmp_path, **taught), toy, tmp_path / "a")
+    numbers, warmed = _train(_params(make_params, tiny_encoder, tmp_path, **taught, train__distill_warmup_steps=2),
+                             toy, tmp_path / "b")
+    assert (numbers["steps"], numbers["distill_warmup_steps"], warmed.height) == (8, 2, 8)  # 2 more than max_steps
+    warm, recipe = warmed.head(2), warmed.tail(6)
+    assert (warm["loss"] == warm["vector_distill"]).all() and (warm["vector_distill"] > 0).all()
+    assert (recipe["vector_distill"] == 0).all() and (plain["vector_distill"] == 0).all()
+    first = warmed.row(0, named=True)  # the batch the plain run starts on, scored by the recipe's own terms too
+    assert first["contrastive"] == pytest.approx(plain["contrastive"][0], abs=1e-5)
+    assert first["loss"] != pytest.approx(plain["loss"][0], abs=1e-3)
+    with pytest.raises(PearlError, match="distill_warmup_steps regresses onto model.teacher"):
+        _params(make_params, tiny_encoder, tmp_path, train__distill_warmup_steps=2)
+
+
+@pytest.mark.slow
 def test_vector_distillation_adds_its_term_and_a_crash_resumes_with_its_projection(make_params, tiny_encoder, toy,
                                                                                    tmp_path, monkeypatch):
     import pearl.train.loop as loop

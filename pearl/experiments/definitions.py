@@ -73,7 +73,7 @@ class Table:
 # Levers added after runs were recorded, each at the value that trains as the recipe did before it
 # existed: a run's params without the key are read at that value, and the key at that value stays out
 # of the recipe, so that adding a lever, off, keeps every recorded run counting.
-ADDED_OFF = {("train", "spelling_in_loss"): False}
+ADDED_OFF = {("train", "spelling_in_loss"): False, ("train", "distill_warmup_steps"): 0}
 
 
 def recipe_of(params: Params) -> str:

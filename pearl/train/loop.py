@@ -132,17 +132,21 @@ def with_spelling(spelling: SpellingNgrams, vectors: torch.Tensor, texts: list[s
 
 
 def _step(model: PhraseModel, projection: torch.nn.Linear | None, spelling: SpellingNgrams | None, batch: Batch,
-          params: Params, device, autocast, world: World) -> LossParts:
+          params: Params, device, autocast, world: World, warm: bool = False) -> LossParts:
+    """One step's loss, backward done; `warm`: a `train.distill_warmup_steps` step, the vector distillation alone."""
     t = params.train
     labels, exclude = batch.labels.to(device), batch.exclude.to(device)
     teacher_cos, teacher_vectors = (None if a is None else a.to(device) for a in (batch.teacher_cos, batch.teacher_vectors))
+    weights = ((0.0, 0.0, 0.0, 1.0) if warm else
+               (t.type_weight, t.contrastive_weight, t.distill_weight, t.vector_distill_weight))
 
     def loss_of(vectors: torch.Tensor) -> LossParts:
+        type_weight, contrastive_weight, distill_weight, vector_distill_weight = weights
         with autocast():
-            return pearl_loss(vectors, batch.n_anchors, labels, exclude, model.type_head, t.temperature, t.type_weight,
-                              t.contrastive_weight, teacher_cos, t.distill_weight, t.distill_loss,
-                              teacher_vectors, projection, t.vector_distill_weight,
-                              None if spelling is None else with_spelling(spelling, vectors, batch.texts))
+            return pearl_loss(vectors, batch.n_anchors, labels, exclude, model.type_head, t.temperature, type_weight,
+                              contrastive_weight, teacher_cos, distill_weight, t.distill_loss,
+                              teacher_vectors, projection, vector_distill_weight,
+                              None if spelling is None or warm else with_spelling(spelling, vectors, batch.texts))
 
     n = len(batch.texts)
     if t.grad_cache:
@@ -185,10 +189,12 @@ def train(params: Params, inputs: TrainInputs) -> TrainResult:
     # student → teacher space, trained beside the model and not exported; created after the model, and
     # only when used, so that the recipe without it draws the same weights
     projection = (torch.nn.Linear(model.dim, teacher.matrix.shape[1]).to(device)
-                  if teacher is not None and t.vector_distill_weight > 0 else None)
+                  if teacher is not None and (t.vector_distill_weight > 0 or t.distill_warmup_steps > 0) else None)
     trained = model if projection is None else torch.nn.ModuleList([model, projection])  # what the ranks keep equal
     spelling = spelling_block(params, model.dim)
-    total = per_epoch * t.epochs if t.max_steps is None else min(per_epoch * t.epochs, t.max_steps)
+    # the warm-up's steps come before the recipe's, on top of them
+    warmup = t.distill_warmup_steps if teacher is not None else 0
+    total = warmup + (per_epoch * t.epochs if t.max_steps is None else min(per_epoch * t.epochs, t.max_steps))
 
     # The character encoder and type head start from random weights: at the backbone's small
     # learning rate they would barely move in a CPU-sized run.
@@ -229,7 +235,7 @@ def train(params: Params, inputs: TrainInputs) -> TrainResult:
         step = start + k
         seed_dropout(seed, world.rank, step)
         optimizer.zero_grad(set_to_none=True)
-        parts = _step(model, projection, spelling, batch, params, device, autocast, world)
+        parts = _step(model, projection, spelling, batch, params, device, autocast, world, step < warmup)
         average_gradients(trained, world)
         optimizer.step()
         scheduler.step()

@@ -51,6 +51,7 @@ def run_train(params: Params, inputs: TrainInputs = INPUTS, out_dir: Path = FINE
         "distill_weight": params.train.distill_weight if data.teacher is not None else 0.0,
         "distill_loss": params.train.distill_loss if data.teacher is not None else "none",
         "vector_distill_weight": params.train.vector_distill_weight if data.teacher is not None else 0.0,
+        "distill_warmup_steps": params.train.distill_warmup_steps if data.teacher is not None else 0,
         "spelling_weight_in_loss": params.average.spelling_weight if params.train.spelling_in_loss else 0.0,
         "device": result.device,
         "precision": result.precision,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import time
 from dataclasses import dataclass
@@ -132,21 +133,17 @@ def with_spelling(spelling: SpellingNgrams, vectors: torch.Tensor, texts: list[s
 
 
 def _step(model: PhraseModel, projection: torch.nn.Linear | None, spelling: SpellingNgrams | None, batch: Batch,
-          params: Params, device, autocast, world: World, warm: bool = False) -> LossParts:
-    """One step's loss, backward done; `warm`: a `train.distill_warmup_steps` step, the vector distillation alone."""
+          params: Params, device, autocast, world: World) -> LossParts:
     t = params.train
     labels, exclude = batch.labels.to(device), batch.exclude.to(device)
     teacher_cos, teacher_vectors = (None if a is None else a.to(device) for a in (batch.teacher_cos, batch.teacher_vectors))
-    weights = ((0.0, 0.0, 0.0, 1.0) if warm else
-               (t.type_weight, t.contrastive_weight, t.distill_weight, t.vector_distill_weight))
 
     def loss_of(vectors: torch.Tensor) -> LossParts:
-        type_weight, contrastive_weight, distill_weight, vector_distill_weight = weights
         with autocast():
-            return pearl_loss(vectors, batch.n_anchors, labels, exclude, model.type_head, t.temperature, type_weight,
-                              contrastive_weight, teacher_cos, distill_weight, t.distill_loss,
-                              teacher_vectors, projection, vector_distill_weight,
-                              None if spelling is None or warm else with_spelling(spelling, vectors, batch.texts))
+            return pearl_loss(vectors, batch.n_anchors, labels, exclude, model.type_head, t.temperature, t.type_weight,
+                              t.contrastive_weight, teacher_cos, t.distill_weight, t.distill_loss,
+                              teacher_vectors, projection, t.vector_distill_weight,
+                              None if spelling is None else with_spelling(spelling, vectors, batch.texts))
 
     n = len(batch.texts)
     if t.grad_cache:
@@ -188,13 +185,15 @@ def train(params: Params, inputs: TrainInputs) -> TrainResult:
     model = PhraseModel(model_config(params)).to(device)
     # student → teacher space, trained beside the model and not exported; created after the model, and
     # only when used, so that the recipe without it draws the same weights
+    warmup = t.distill_warmup_steps  # params ensure a teacher for it
     projection = (torch.nn.Linear(model.dim, teacher.matrix.shape[1]).to(device)
-                  if teacher is not None and (t.vector_distill_weight > 0 or t.distill_warmup_steps > 0) else None)
+                  if teacher is not None and (t.vector_distill_weight > 0 or warmup > 0) else None)
     trained = model if projection is None else torch.nn.ModuleList([model, projection])  # what the ranks keep equal
     spelling = spelling_block(params, model.dim)
-    # the warm-up's steps come before the recipe's, on top of them
-    warmup = t.distill_warmup_steps if teacher is not None else 0
+    # the warm-up's steps come before the recipe's, on top of them, and train the vector distillation alone
     total = warmup + (per_epoch * t.epochs if t.max_steps is None else min(per_epoch * t.epochs, t.max_steps))
+    warm = dataclasses.replace(params, train=dataclasses.replace(
+        t, type_weight=0.0, contrastive_weight=0.0, distill_weight=0.0, vector_distill_weight=1.0)) if warmup else None
 
     # The character encoder and type head start from random weights: at the backbone's small
     # learning rate they would barely move in a CPU-sized run.
@@ -235,7 +234,8 @@ def train(params: Params, inputs: TrainInputs) -> TrainResult:
         step = start + k
         seed_dropout(seed, world.rank, step)
         optimizer.zero_grad(set_to_none=True)
-        parts = _step(model, projection, spelling, batch, params, device, autocast, world, step < warmup)
+        parts = (_step(model, projection, None, batch, warm, device, autocast, world) if step < warmup else
+                 _step(model, projection, spelling, batch, params, device, autocast, world))
         average_gradients(trained, world)
         optimizer.step()
         scheduler.step()

@@ -59,6 +59,26 @@ def test_a_sigterm_that_lands_in_a_finaliser_is_delivered_again(monkeypatch):
         cli._raise_terminated(signal.SIGTERM, sys._getframe())
 
 
+def test_a_sigterm_that_stops_an_extension_modules_import_is_reported_as_the_stop(capsys):
+    """pybind11 raises ImportError("initialization failed") from whatever stops a module's initialisation: a SIGTERM
+    that landed in scipy's lazy import once ended a stage with that traceback instead of the stop's line."""
+    import signal
+
+    import typer
+
+    from pearl import cli
+
+    with pytest.raises(typer.Exit) as stopped, cli._one_line_errors():
+        try:
+            raise cli.Terminated
+        except cli.Terminated as error:
+            raise ImportError("initialization failed") from error
+    assert stopped.value.exit_code == 128 + signal.SIGTERM
+    assert "error: stopped by SIGTERM" in capsys.readouterr().err
+    with pytest.raises(ImportError, match="no module"), cli._one_line_errors():  # any other failure stays itself
+        raise ImportError("no module named nowhere")
+
+
 @pytest.fixture
 def loads(monkeypatch) -> list[str]:
     """The models a test loads; each load fails, as a user's would after minutes of waiting."""

@@ -79,28 +79,21 @@ def _one_line_errors() -> Iterator[None]:
     except PearlError as error:
         typer.echo(f"error: {error}", err=True)
         raise typer.Exit(1) from None
-    except Exception as error:
-        if not _caused_by_sigterm(error):
+    except (Terminated, Exception) as error:
+        if not _stopped_by_sigterm(error):
             raise
-        _stopped()
-    except Terminated:
-        _stopped()
+        typer.echo("error: stopped by SIGTERM; outputs are as before the run (written only when complete)", err=True)
+        raise typer.Exit(128 + signal.SIGTERM) from None
 
 
-def _caused_by_sigterm(error: BaseException) -> bool:
-    """Whether SIGTERM is behind the error: an extension module whose import it stops (scipy's pybind11 modules)
-    raises ImportError("initialization failed") from it."""
-    seen = error.__cause__ or error.__context__
-    while seen is not None:
-        if isinstance(seen, Terminated):
+def _stopped_by_sigterm(error: BaseException | None) -> bool:
+    """Whether SIGTERM is the error or behind it: pybind11 raises ImportError("initialization failed") from
+    whatever stops an extension module's import (scipy's lazy ones)."""
+    while error is not None:
+        if isinstance(error, Terminated):
             return True
-        seen = seen.__cause__ or seen.__context__
+        error = error.__cause__ or error.__context__
     return False
-
-
-def _stopped() -> None:
-    typer.echo("error: stopped by SIGTERM; outputs are as before the run (written only when complete)", err=True)
-    raise typer.Exit(128 + signal.SIGTERM) from None
 
 
 def _run(stage: Callable[[Params], object], params_path: Path, assignments: list[str] | None) -> None:

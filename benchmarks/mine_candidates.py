@@ -1,7 +1,7 @@
 """Time candidate mining (pearl.negatives.candidates) at 10K, 100K and 1M phrases.
 
 Phrases: real ones first (data/typed/phrases.parquet when built, the AutoFJ titles of PyPI
-`autofj`, the YAGO/UMLS names of ../shared/pearl-benchmark); beyond that pool, realistic
+`autofj`, the YAGO/UMLS names of data/reference/pearl-benchmark); beyond that pool, realistic
 variants of them (a typo, a word dropped, a word added). For each size: blocking and scoring
 time, pairs scored, recall of the true top-k on a query sample against brute force, and the
 all-pairs cost extrapolated from the brute-force rate. Settings: `negatives.*` of params.yaml.
@@ -38,12 +38,10 @@ def real_phrases() -> list[str]:
     for name in data.autofj_names():
         join = data.load_autofj(name)
         pool += join.left + join.right
-    shared = ROOT.parent / "shared/pearl-benchmark"
     for task in ("yago", "umls"):
-        path = shared / task / f"{task}_test_samples.txt"
-        if path.is_file():
-            for line in path.read_text(encoding="utf-8").splitlines():
-                pool += [field.strip() for field in line.split("\t")[:2]]
+        path = ROOT / "data/reference/pearl-benchmark" / task / f"{task}_test_samples.txt"
+        for line in path.read_text(encoding="utf-8").splitlines():
+            pool += [field.strip() for field in line.split("\t")[:2]]
     return list(dict.fromkeys(p for p in pool if p.strip()))
 
 

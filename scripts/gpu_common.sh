@@ -37,13 +37,11 @@ done
 base=$models/$base
 cp -r "$work/data/." data/
 
-shared=(-S "bench.data_dir=$work/shared/pearl-benchmark" -S "bench.tune_dir=$work/shared/pearl-tune"
-        -S "bench.general_dir=$work/shared/general-similarity" -S "bench.short_text_dir=$work/shared/short-text"
-        -S "base.device=$device")
+on_device=(-S "base.device=$device")
 pearl() { $py -c 'import sys; from pearl.cli import main; main(sys.argv[1:])' "$@"; }
 bench() {  # NAME MODEL THREADS SUITE
   local chosen=("${tasks[@]}"); [ "$4" = tune ] && chosen=("${tune_tasks[@]}")
-  OMP_NUM_THREADS=$3 pearl bench --model "$2" --suite "$4" "${chosen[@]}" --out "$res/$4/$1" "${shared[@]}" \
+  OMP_NUM_THREADS=$3 pearl bench --model "$2" --suite "$4" "${chosen[@]}" --out "$res/$4/$1" "${on_device[@]}" \
     > "$res/bench-$1-$4.log" 2>&1 && stamp "bench $1 $4 done" || stamp "bench $1 $4 FAILED"
 }
 run_stage() {  # STAGE NAME [-S KEY=VALUE]...: the caller's set_, then these; metrics/STAGE.json is kept as $res/NAME.json

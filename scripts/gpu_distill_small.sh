@@ -27,12 +27,12 @@ if [ "$device" = cuda ]; then
 else
   student_scale=("${scale[@]}")
 fi
-set_=("${shared[@]}" -S "model.backbone=$base" -S "model.teacher=$base" -S teacher.batch_size=1024 "${scale[@]}")
+set_=("${on_device[@]}" -S "model.backbone=$base" -S "model.teacher=$base" -S teacher.batch_size=1024 "${scale[@]}")
 rm -rf "$arms" "$trained" models checkpoints && mkdir -p "$arms" "$trained"
 
 student_arm() {  # ARM SEED DATA TEACHER [-S KEY=VALUE]...: trains and exports in $arms/ARM-sSEED, then its tune bench
   local name=$1-s$2 seed=$2 data=$3 teacher=$4; shift 4
-  local set_=("${shared[@]}" -S "model.backbone=$student" -S "model.teacher=$teacher" "${student_scale[@]}"
+  local set_=("${on_device[@]}" -S "model.backbone=$student" -S "model.teacher=$teacher" "${student_scale[@]}"
               -S "train.seed=$seed" "$@")
   mkdir -p "$arms/$name/metrics" && cp params.yaml "$arms/$name/" && cp -r "$data" "$arms/$name/data" || return 1
   ( cd "$arms/$name" && STAGE_THREADS=2 run_stage train "train-$name" && STAGE_THREADS=2 run_stage average "average-$name" \
@@ -53,7 +53,7 @@ run_stage train base-train -S train.seed=42 && run_stage average base-average-w0
   && cp metrics/train_log.csv "$res/train_log-base.csv" && mv models/pearl "$trained/pearl-base-w0" || { finish "${benched[@]}"; exit 1; }
 teacher=$trained/pearl-base-w0
 mkdir -p "$arms/prep-base/metrics" && cp params.yaml "$arms/prep-base/" && cp -r "$arms/data-mpnet" "$arms/prep-base/data"
-set_=("${shared[@]}" -S "model.backbone=$student" -S "model.teacher=$teacher" -S teacher.batch_size=1024)
+set_=("${on_device[@]}" -S "model.backbone=$student" -S "model.teacher=$teacher" -S teacher.batch_size=1024)
 ( cd "$arms/prep-base" && run_stage teacher teacher-by-base && run_stage negatives negatives-by-base ) || { finish "${benched[@]}"; exit 1; }
 students=()
 for seed in "${seeds[@]}"; do

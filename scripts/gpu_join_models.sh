@@ -22,7 +22,7 @@ if [ "$device" = cuda ]; then
 else
   small_scale=("${scale[@]}") datasets=2
 fi
-set_=("${shared[@]}" -S "model.teacher=$base" -S teacher.batch_size=1024)
+set_=("${on_device[@]}" -S "model.teacher=$base" -S teacher.batch_size=1024)
 rm -rf "$arms" "$joins" models checkpoints && mkdir -p "$arms" "$joins" "$res/join"
 
 join_with() {  # NAME: benchmarks/join_autofj.py on $joins/NAME (a link to the model), so that its rows are named NAME

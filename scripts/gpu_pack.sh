@@ -2,12 +2,12 @@
 # Pack what scripts/gpu_train_base.sh needs on a GPU machine into .gpu/piece-* of 46 MB each: the device
 # tool carries at most 64 MiB a call, so each piece travels in its own call and is copied to /tmp/stage/.
 #   the two backbones (fp16; cast back to fp32 there), the front half's data (run `dvc repro candidates`
-#   first), ../shared's test and tune files, and wheels of what the GPU image lacks (Python 3.12).
+#   first) and wheels of what the GPU image lacks (Python 3.12); the test and tune files travel with the tree.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 py=.venv/bin/python
 pack=.gpu/pack
-rm -rf .gpu && mkdir -p "$pack/models" "$pack/data" "$pack/shared" "$pack/wheels"
+rm -rf .gpu && mkdir -p "$pack/models" "$pack/data" "$pack/wheels"
 
 for model in sentence-transformers/all-mpnet-base-v2 sentence-transformers/all-MiniLM-L6-v2; do
   source=$($py -c "import sys; from pearl.model_ids import resolve_model; print(resolve_model(sys.argv[1]))" "$model")
@@ -17,9 +17,6 @@ done
 for out in data/typed data/augment data/negatives/candidates.parquet data/negatives/candidates.meta.json; do
   [ -e "$out" ] || { echo "error: $out is missing: run \`dvc repro candidates augment typing\` first" >&2; exit 1; }
   mkdir -p "$pack/$(dirname "$out")" && cp -r "$out" "$pack/$out"
-done
-for folder in pearl-benchmark pearl-tune general-similarity short-text; do
-  cp -r "../shared/$folder" "$pack/shared/"
 done
 
 # The image has torch, transformers, sentence-transformers, numpy, pandas, pyarrow and scikit-learn (KINDS.md of
@@ -37,6 +34,6 @@ $py -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --imp
   --platform manylinux1_x86_64 -d "$pack/wheels" $pins
 
 # wheels first: a call can install them from the first pieces and check the imports while the rest travel
-tar -C "$pack" -cf - wheels data shared models | split -b 46m -d - .gpu/piece-
+tar -C "$pack" -cf - wheels data models | split -b 46m -d - .gpu/piece-
 rm -rf "$pack"
 ls -l .gpu

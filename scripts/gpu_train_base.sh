@@ -20,7 +20,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source scripts/gpu_common.sh
-set_=("${shared[@]}" -S "model.backbone=$base" -S "model.teacher=$base" -S teacher.batch_size=1024 "${scale[@]}")
+set_=("${on_device[@]}" -S "model.backbone=$base" -S "model.teacher=$base" -S teacher.batch_size=1024 "${scale[@]}")
 
 # The peers need no training: they run beside it, at a lower CPU priority than the trained seeds' chain.
 # PEARL_GPU_PEERS="" leaves them out: their scores repeat from run to run, and with three seeds (six exports with

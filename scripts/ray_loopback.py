@@ -107,13 +107,9 @@ def main() -> None:
         project = Path(scratch) / "pearl"
         sh("git", "clone", "-q", str(ROOT), str(project))
         sh("dvc", "cache", "dir", "--local", str(ROOT / ".dvc" / "cache"), cwd=project)
-        # the clone has no nltk_data/ (scripts/setup.sh prepares it in this project): augment reads ours; and
-        # ../shared does not resolve from a temporary folder, where augment's leak filter reads the bench files
-        bench = yaml.safe_load((ROOT / "params.yaml").read_text())["bench"]
-        folders = {f"bench__{key}": str((ROOT / bench[key]).resolve())
-                   for key in ("data_dir", "short_text_dir", "general_dir", "tune_dir")}
+        # the clone has no nltk_data/ (scripts/setup.sh prepares it in this project): augment reads ours
         set_params(project, corpus__max_docs=args.max_docs, augment__nltk_data=str(ROOT / "nltk_data"), engine="local",
-                   ray__candidates__batch_size=100_000, **folders)  # pairs per actor call: each node gets some
+                   ray__candidates__batch_size=100_000)  # pairs per actor call: each node gets some
         # one thread, as each 1-CPU actor has: CPU matrix products split a small batch (the teacher's last)
         # by thread, so 2 threads give other floats in the 7th digit
         repro(project, "teacher", env={"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"})

@@ -1,21 +1,22 @@
 #!/usr/bin/env bash
-# Idempotent set-up of a fresh machine: WordNet and dict-vera from Debian (when root), the virtual
-# environment with the pinned packages, and the nltk_data folder nltk reads WordNet from.
+# Idempotent set-up of a fresh machine, as any user (root not needed): WordNet and dict-vera unpacked from
+# Debian's packages into vendor/debian/, the virtual environment with the pinned packages, and the nltk_data
+# folder nltk reads WordNet from.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-missing=()
-for pkg in wordnet-base wordnet-sense-index dict-vera; do
-  dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-    echo "setup: installing ${missing[*]}" >&2
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
-  else
-    echo "setup: warning: not root, cannot install ${missing[*]} (WordNet synonyms and the vera alias source need them)" >&2
-  fi
+# apt-get download and dpkg-deb -x need no root. The package lists are the project's own (vendor/apt/), so a
+# user who cannot run `apt-get update` on the system's still finds the packages.
+debian=vendor/debian
+if [ ! -f "$debian/usr/share/wordnet/data.noun" ] || [ ! -f "$debian/usr/share/dictd/vera.dict.dz" ]; then
+  echo "setup: unpacking WordNet 3.0 and dict-vera from Debian's packages into $debian/" >&2
+  apt_dirs=(-o "Dir::State::Lists=$PWD/vendor/apt/lists" -o "Dir::Cache=$PWD/vendor/apt/cache" -o Debug::NoLocking=1
+            -o "APT::Sandbox::User=$(id -un)")
+  mkdir -p vendor/apt/lists/partial vendor/apt/cache/archives/partial vendor/apt/debs "$debian"
+  apt-get -qq "${apt_dirs[@]}" update
+  (cd vendor/apt/debs && apt-get -qq "${apt_dirs[@]}" download wordnet-base wordnet-sense-index dict-vera)
+  for deb in vendor/apt/debs/*.deb; do dpkg-deb -x "$deb" "$debian"; done
+  rm -rf vendor/apt
 fi
 
 # torch 2.13.0 is shipped as a CPU wheel for CPython 3.11 on this machine kind.
@@ -54,9 +55,9 @@ if [ "${1:-}" != "--tests" ]; then
 fi
 
 # nltk only reads WordNet from its own data folders, and needs a lexnames file Debian lacks.
-wn_src=/usr/share/wordnet
+wn_src=$debian/usr/share/wordnet
 wn_dst=nltk_data/corpora/wordnet
-if [ -f "$wn_src/data.noun" ] && [ ! -f "$wn_dst/lexnames" ]; then
+if [ ! -f "$wn_dst/lexnames" ]; then
   mkdir -p "$wn_dst"
   cp "$wn_src"/*.* "$wn_dst"/
   .venv/bin/python -m pearl.wordnet_lexnames "$wn_dst/lexnames"

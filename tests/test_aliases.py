@@ -145,6 +145,6 @@ def test_a_missing_alias_dictionary_fails_before_the_word_level_work(make_params
     monkeypatch.setattr(stage, "CharAugmenter", lambda *args: pytest.fail("the word-level work ran first"))
     params = make_params(augment__alias_sources=["vera"], augment__vera_path=str(tmp_path / "vera.dict.dz"),
                          bench__tasks=["simlex"], bench__tune_tasks=["rw"], bench__general_dir=str(tmp_path))
-    with pytest.raises(PearlError, match="vera.dict.dz is missing: install Debian's dict-vera"):
+    with pytest.raises(PearlError, match="vera.dict.dz is missing: run `bash scripts/setup.sh`"):
         stage.run(params, source=typed, sentences=sentences, output=tmp_path / "v.parquet", metrics=tmp_path / "m.json")
     assert not (tmp_path / "v.parquet").exists()

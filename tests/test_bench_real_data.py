@@ -1,13 +1,10 @@
-"""The loaders on the real benchmark files in ../shared (CI has them beside the clone)."""
-
-import pytest
+"""The loaders on the real benchmark files the repository holds (data/reference)."""
 
 from pearl.bench import data
 from tests.conftest import ROOT
 
-BENCHMARK = ROOT.parent / "shared" / "pearl-benchmark"
-SHORT_TEXT = ROOT.parent / "shared" / "short-text"
-pytestmark = pytest.mark.skipif(not BENCHMARK.is_dir(), reason="../shared/pearl-benchmark is not beside the checkout")
+BENCHMARK = ROOT / "data" / "reference" / "pearl-benchmark"
+SHORT_TEXT = ROOT / "data" / "reference" / "short-text"
 
 
 def test_phrase_task_files_have_the_papers_sizes():

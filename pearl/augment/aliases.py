@@ -75,8 +75,8 @@ def vera_pairs(path: Path) -> list[tuple[str, str]]:
     two words or more: an ambiguous acronym (API: Application Program Interface, Associacao Portuguesa de Informatica) is no
     positive of either."""
     if not path.is_file():
-        raise PearlError(f"{path} is missing: install Debian's dict-vera (scripts/setup.sh does, as root) "
-                         "or drop vera from augment.alias_sources")
+        raise PearlError(f"{path} is missing: run `bash scripts/setup.sh` (it unpacks Debian's dict-vera there), set "
+                         "augment.vera_path, or drop vera from augment.alias_sources")
     try:
         text = gzip.decompress(path.read_bytes()).decode("utf-8", errors="replace")
     except (OSError, EOFError) as error:

@@ -83,8 +83,8 @@ def load_wordnet(nltk_data: Path):
             return EnglishWordNet(folder, None)
     except (LookupError, OSError):
         raise PearlError(
-            f"WordNet is not in {nltk_data}/corpora/wordnet: run `bash scripts/setup.sh` as root "
-            "(it installs Debian's wordnet-base and prepares the folder) or set augment.nltk_data"
+            f"WordNet is not in {nltk_data}/corpora/wordnet: run `bash scripts/setup.sh` "
+            "(it unpacks Debian's wordnet-base and prepares the folder) or set augment.nltk_data"
         ) from None
 
 

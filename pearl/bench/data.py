@@ -11,12 +11,12 @@ from pathlib import Path
 from pearl.errors import PearlError
 from pearl.lone_surrogates import reject_lone_surrogate
 
-BENCHMARK_README = "see ../shared/pearl-benchmark/README.md"
+BENCHMARK_README = "see data/reference/pearl-benchmark/README.md"
 
 
 def _require(path: Path, param: str, holds: str = "the folder that holds it") -> Path:
     if not path.is_file():
-        readme = "see ../shared/pearl-tune/README.md" if param == "bench.tune_dir" else BENCHMARK_README
+        readme = "see data/reference/pearl-tune/README.md" if param == "bench.tune_dir" else BENCHMARK_README
         raise PearlError(f"{path} is missing: set {param} to {holds} ({readme})")
     return path
 
@@ -31,7 +31,7 @@ def _text(path: Path) -> str:
 
 def _nonempty(path: Path, items: list, what: str) -> list:
     if not items:
-        raise PearlError(f"{path}: holds no {what}; restore the file (see the README of its folder under ../shared)")
+        raise PearlError(f"{path}: holds no {what}; restore the file (see the README of its folder under data/reference)")
     return items
 
 
@@ -226,7 +226,7 @@ def load_atis(short_text_dir: Path, top: int = 8) -> IntentData:
     for split, rows in kept.items():
         if not rows:
             raise PearlError(f"{short_text_dir / 'atis' / split}: no non-blank query with one of the {top} most "
-                             "frequent single intents of train; restore the files (see ../shared/short-text/README.md)")
+                             "frequent single intents of train; restore the files (see data/reference/short-text/README.md)")
     lengths = sorted(len(t.split()) for t, _ in kept["train"])
     cut = lengths[(len(lengths) - 1) // 2]  # the lower median
     splits = {}
@@ -237,7 +237,7 @@ def load_atis(short_text_dir: Path, top: int = 8) -> IntentData:
     return IntentData(intents, cut, splits)
 
 
-GENERAL_README = "see ../shared/general-similarity/README.md"
+GENERAL_README = "see data/reference/general-similarity/README.md"
 
 
 def _require_general(path: Path) -> Path:

@@ -8,7 +8,7 @@ CLEAN_PPDB_TASKS = ("ppdb_clean", "ppdb_filtered_clean")
 # The general-purpose guard: words (BURT's Table 2) and sentences must not get worse.
 GENERAL_TASKS = ("simlex", "ws353_sim", "ws353_rel", "men", "stsb")
 ALL_TASKS = PHRASE_TASKS + SHORT_TEXT_TASKS + CLEAN_PPDB_TASKS + GENERAL_TASKS
-# The tune suite: no file of it is a reported test set (../shared/pearl-tune/README.md). Its name-linking
+# The tune suite: no file of it is a reported test set (data/reference/pearl-tune/README.md). Its name-linking
 # tasks are built from the Vital Articles leads (pearl/bench/wiki_aliases.py) and from GeoNames cities
 # that training leaves out (pearl/bench/geonames_aliases.py).
 NAME_TUNE_TASKS = ("wiki_aliases", "geonames_aliases")

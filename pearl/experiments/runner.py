@@ -1,9 +1,7 @@
 """Runs a table's experiments one after another in the workspace with `dvc exp run`.
 
-Not `--queue`: DVC runs queued experiments in copies under .dvc/tmp/exps, where the data dirs
-beside the project (`../shared/...` in bench.*_dir) do not resolve. In the workspace, each
-experiment starts from HEAD's params.yaml, dvc.lock and metrics (else `-S` would pile up over the
-last experiment's), and the workspace is back at HEAD's state at the end.
+Each experiment starts from HEAD's params.yaml, dvc.lock and metrics (else `-S` would pile up over
+the last experiment's), and the workspace is back at HEAD's state at the end.
 """
 
 from __future__ import annotations

@@ -23,12 +23,24 @@ Means are macro-averages over the datasets AutoFJ finished, for the first 25 by 
 design is chosen), the held-out 25 and all 50. `--markdown` writes those tables, which
 scripts/readme_table.py copies into the README.
 
+`--same-run-timing` scores nothing: it times AutoFJ and `pearl join` in one run on one machine, so
+that the ratio of their seconds compares like with like. Its datasets, unless named, are the 1st, 11th, 21st, 31st and
+41st of the 50 by name: a rule fixed before any result, spread over sizes and both halves. Dataset
+by dataset, AutoFJ runs now (metrics/join/autofj/ is left as it is), then each encoder's `pearl
+join` (chosen for P), so that a change in the machine's load falls on both alike. Each model loads
+once, before the first dataset, with a join of a few rows to import and warm what a join runs; that
+load is reported apart from the per-dataset seconds.
+`--markdown` writes the table (seconds, the ratio AutoFJ / pearl per dataset and its median, the
+machine and date), `--out` the seconds as JSON.
+
     bash benchmarks/setup_autofj_env.sh && python benchmarks/join_autofj.py
     python benchmarks/join_autofj.py --autofj-budget inf          # AutoFJ on every dataset not kept yet
     python benchmarks/join_autofj.py --models string --datasets 25     # quick, the design half
     python benchmarks/join_autofj.py --tables-from a.json b.json       # the tables of earlier --out files
     python benchmarks/join_autofj.py --tables-from before=a.json after=b.json   # two versions side by side
     python benchmarks/join_autofj.py --models models/pearl-base --no-calibrated --out b.json   # a slow encoder
+    python benchmarks/join_autofj.py --same-run-timing --markdown t.md --out t.json    # seconds, same run
+    python benchmarks/join_autofj.py --same-run-timing TennisTournament --models string   # its dry run
 """
 
 from __future__ import annotations
@@ -40,6 +52,7 @@ import re
 import subprocess
 import tempfile
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
@@ -93,6 +106,14 @@ def recall_at_precision(predicted: np.ndarray, score: np.ndarray, right_ids: np.
     return float(hits[ok[-1]] / len(gold)) if len(ok) and gold else 0.0
 
 
+def autofj_now(name: str, python: Path, target: float) -> dict:
+    """AutoFJ's pairs and seconds on `name`, from a run now in its own environment."""
+    with tempfile.TemporaryDirectory() as scratch:  # AutoFJ writes autofj_temp/ into its working folder
+        done = subprocess.run([str(python), str(Path(__file__).with_name("autofj_join.py")), name, str(target)],
+                              capture_output=True, text=True, check=True, cwd=scratch)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def run_autofj(name: str, python: Path, target: float, cache: Path, budget_left: float) -> dict | None:
     """AutoFJ's precision, recall, F1, seconds and whether it ran now; its output is kept, as it takes minutes.
     None when it has not run on `name` and no budget is left."""
@@ -105,10 +126,7 @@ def run_autofj(name: str, python: Path, target: float, cache: Path, budget_left:
     elif budget_left <= 0:
         return None
     else:
-        with tempfile.TemporaryDirectory() as scratch:  # AutoFJ writes autofj_temp/ into its working folder
-            done = subprocess.run([str(python), str(Path(__file__).with_name("autofj_join.py")), name, str(target)],
-                                  capture_output=True, text=True, check=True, cwd=scratch)
-        result = json.loads(done.stdout.strip().splitlines()[-1])
+        result = autofj_now(name, python, target)
         cache.mkdir(parents=True, exist_ok=True)
         cached.write_text(json.dumps(result))
     gold = truth(load_data(name)[2])
@@ -196,6 +214,65 @@ def tables_from(files: list[str], markdown: Path | None, splits: list[str]) -> N
             f"{label}={file.name}" if label else file.name for label, file in labelled), splits)
 
 
+def machine() -> dict:
+    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")), "unknown")
+    return {"nproc": len(os.sched_getaffinity(0)), "cpu": cpu,
+            "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "load_average_start": os.getloadavg()[0]}
+
+
+def time_same_run(names: list[str], models: list[str], autofj_python: Path, autofj_precision: float,
+                  precision_target: float) -> dict:
+    """The seconds of AutoFJ and of each encoder's `pearl join` on each dataset, in turn, and of each model's load."""
+    from autofj.datasets import load_data
+
+    timing = {"machine": machine(), "autofj_precision": autofj_precision, "precision_target": precision_target,
+              "load_seconds": {}, "datasets": {}}
+    encoders, few = {}, pl.DataFrame({"title": ["Paris", "London", "Berlin"]})
+    for model in models:
+        start = time.perf_counter()
+        encoders[model] = load_encoder(model)
+        # the join's imports and first forward pass, which would otherwise fall on the first dataset; AutoFJ's
+        # imports fall outside its seconds too
+        best_matches(few, few[:2], "title", "title", encoders[model], precision_target=precision_target)
+        timing["load_seconds"][model] = time.perf_counter() - start
+    for name in names:
+        left, right, _ = load_data(name)
+        row = {"rows": [len(left), len(right)], "AutoFJ": autofj_now(name, autofj_python, autofj_precision)["seconds"]}
+        for model, encoder in encoders.items():
+            start = time.perf_counter()
+            scores_for(name, encoder, precision_target)
+            row[model] = time.perf_counter() - start
+        timing["datasets"][name] = row
+        print(f"{name:<28} " + "  ".join(f"{system} {row[system]:.2f} s" for system in ("AutoFJ", *models)), flush=True)
+    timing["machine"]["load_average_end"] = os.getloadavg()[0]
+    return timing
+
+
+def timing_table(timing: dict) -> str:
+    """Markdown: per dataset its size, each system's seconds and AutoFJ's seconds over each encoder's; a last row of
+    each column's median; then how the seconds were taken."""
+    models = list(timing["load_seconds"])
+    rows = timing["datasets"]
+    columns = {"AutoFJ s": [row["AutoFJ"] for row in rows.values()]}
+    columns |= {f"{model} s": [row[model] for row in rows.values()] for model in models}
+    columns |= {f"AutoFJ ÷ {model}": [row["AutoFJ"] / row[model] for row in rows.values()] for model in models}
+    lines = ["| dataset | rows left × right | " + " | ".join(columns) + " |", "|---" * (len(columns) + 2) + "|"]
+    for i, (name, row) in enumerate(rows.items()):
+        lines.append(f"| {name} | {row['rows'][0]} × {row['rows'][1]} | "
+                     + " | ".join(f"{values[i]:.2f}" for values in columns.values()) + " |")
+    lines.append("| median | | " + " | ".join(f"{np.median(values):.2f}" for values in columns.values()) + " |")
+    m = timing["machine"]
+    loads = ", ".join(f"{model} {seconds:.1f} s" for model, seconds in timing["load_seconds"].items())
+    return "\n".join(lines) + (
+        f"\n\nOne run, {m['date']}, on {m['nproc']} processors (nproc) of {m['cpu']}; 1-minute load average "
+        f"{m['load_average_start']:.2f} at its start, {m['load_average_end']:.2f} at its end. Dataset by dataset, "
+        f"AutoFJ (precision_target {timing['autofj_precision']:g}) ran, then each encoder's `pearl join` (chosen for "
+        f"P {timing['precision_target']:g}). AutoFJ's seconds are its join, timed inside its own process; pearl's "
+        f"are reading the two tables, encoding and joining. Each model loaded once, before the first dataset, with a "
+        f"join of a few rows (imports, first forward pass), not in the seconds above: {loads}.\n")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default="models/pearl,sentence-transformers/all-MiniLM-L6-v2,string")
@@ -217,6 +294,9 @@ def main() -> None:
                         help=f"the halves --markdown writes, of {','.join(SPLIT_NAMES)} (default: the README's)")
     parser.add_argument("--tables-from", nargs="+", default=None, metavar="[LABEL=]FILE",
                         help="join nothing: print (and with --markdown write) the tables of these --out files")
+    parser.add_argument("--same-run-timing", nargs="*", default=None, metavar="NAME",
+                        help="score nothing: time AutoFJ, run now, and each encoder's `pearl join` on these datasets "
+                             "(none named: every 10th by name) in this run; --markdown writes the table, --out JSON")
     args = parser.parse_args()
     unknown = set(args.markdown_splits.split(",")) - set(SPLIT_NAMES)
     if unknown:
@@ -225,6 +305,19 @@ def main() -> None:
     if args.tables_from:
         return tables_from(args.tables_from, args.markdown, splits)
     configure_logging()
+    if args.same_run_timing is not None:
+        unknown = set(args.same_run_timing) - set(data.autofj_names())
+        if unknown:
+            parser.error(f"--same-run-timing: no AutoFJ dataset {', '.join(sorted(unknown))}")
+        timing = time_same_run(args.same_run_timing or data.autofj_names()[::10], args.models.split(","),
+                               args.autofj_python, args.autofj_precision, args.precision_target)
+        table = timing_table(timing)
+        print("\n" + table)
+        if args.markdown:
+            args.markdown.write_text("<!-- written by benchmarks/join_autofj.py --same-run-timing -->\n\n" + table)
+        if args.out:
+            args.out.write_text(json.dumps(timing, indent=2) + "\n")
+        return
     names = data.autofj_names()[: args.datasets]
     from autofj.datasets import load_data
 

@@ -67,9 +67,7 @@ def main() -> None:
     torch.manual_seed(params.base.seed)
     model = PhraseModel(model_config(params)).to(device)
     teacher, view_filter = teacher_inputs(params, INPUTS.teacher)
-    projection = (torch.nn.Linear(model.dim, teacher.matrix.shape[1]).to(device)
-                  if teacher is not None and t.vector_distill_weight > 0 else None)
-    optimizer = torch.optim.Adam([*model.parameters(), *([] if projection is None else projection.parameters())], lr=t.lr)
+    optimizer = torch.optim.Adam(model.parameters(), lr=t.lr)
     data = TrainingSet.load(INPUTS.typed, INPUTS.variants, INPUTS.negatives, t.heldout_fraction, params.base.seed,
                             teacher, view_filter)
     sampling = sampling_for(params)
@@ -78,7 +76,7 @@ def main() -> None:
 
     def optimise(batch) -> None:
         optimizer.zero_grad(set_to_none=True)
-        _step(model, projection, batch, params, device, autocast, world)
+        _step(model, batch, params, device, autocast, world)
         optimizer.step()
 
     def full_step() -> float:

@@ -168,9 +168,6 @@ class TrainParams:
     type_weight: Annotated[float, Field(ge=0)]
     distill_weight: Annotated[float, Field(ge=0)]
     distill_loss: Literal["kl", "correlation"]
-    vector_distill_weight: Annotated[float, Field(ge=0)]
-    distill_warmup_steps: NonNegativeInt
-    spelling_in_loss: bool
     view_min_cos: Annotated[float, Field(ge=-1, le=1)] | None
     p_char: Probability
     p_token: Probability
@@ -270,16 +267,9 @@ class Params:
                 "params: corpus.min_sentence_chars exceeds corpus.max_sentence_chars"
             )
         t = self.train
-        taught = self.model.teacher is not None and (t.distill_weight > 0 or t.vector_distill_weight > 0)
-        if t.contrastive_weight == 0 and t.type_weight == 0 and not taught:
-            raise PearlError("params: train.contrastive_weight, train.type_weight, train.distill_weight and "
-                             "train.vector_distill_weight (or model.teacher) leave no loss to train on: set one above 0")
-        if t.distill_warmup_steps and self.model.teacher is None:
-            raise PearlError("params: train.distill_warmup_steps regresses onto model.teacher's vectors, and "
-                             "model.teacher is null: set a teacher, or distill_warmup_steps to 0")
-        if t.spelling_in_loss and self.average.spelling_weight == 0:
-            raise PearlError("params: train.spelling_in_loss scores pairs with the export's spelling block, which "
-                             "average.spelling_weight 0 turns off: set it above 0, or spelling_in_loss to false")
+        if t.contrastive_weight == 0 and t.type_weight == 0 and (t.distill_weight == 0 or self.model.teacher is None):
+            raise PearlError("params: train.contrastive_weight, train.type_weight and train.distill_weight "
+                             "(or model.teacher) leave no loss to train on: set one above 0")
         if self.corpus.source == "files" and not self.corpus.files:
             raise PearlError("params: corpus.source is 'files' but corpus.files is empty")
         for key, allowed in (("tasks", ALL_TASKS), ("tune_tasks", TUNE_TASKS), ("string_tasks", STRING_TASKS)):

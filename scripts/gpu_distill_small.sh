@@ -4,11 +4,12 @@
 #   1. PEARL-base at the paper's scale (as scripts/gpu_train_base.sh; seed 42), exported without the spelling
 #      block: the teacher, whose cached vectors then score the student's hard negatives and are distilled.
 #   2. The student at the recipe of the default `dvc repro` on 2 cores (batch 64, 540 steps, fp32), for each seed
-#      of PEARL_GPU_SEEDS (default "42 1"), in three arms, each exported as the default (w 0.2) and benchmarked on
+#      of PEARL_GPU_SEEDS (default "42 1"), in two arms, each exported as the default (w 0.2) and benchmarked on
 #      the tune suite:
-#        mpnet-vd0  today's default, the untuned all-mpnet-base-v2 teaching (the control);
-#        base-vd0   PEARL-base teaching: its hard negatives and its in-batch cosines (train.distill_weight);
-#        base-vd1   the same, plus train.vector_distill_weight 1 (MSE onto its vectors through a learnt map).
+#        mpnet-teacher  today's default, the untuned all-mpnet-base-v2 teaching (the control);
+#        base-teacher   PEARL-base teaching: its hard negatives and its in-batch cosines (train.distill_weight).
+#      The recorded run (metrics/gpu/pearl-small-from-base-h100) named them mpnet-vd0 and base-vd0, beside a third
+#      arm of vector distillation since removed from the code (docs/measurements.md#small-from-base-h100).
 #   3. The rule, fixed before the run: the arm of the highest Tune (mean), averaged over its seeds, is chosen if
 #      it beats the control by more than 0.40 (one run's σ). Only then are its exports benchmarked on the test
 #      suite, once. The control's exports are benchmarked on it regardless, as the row to compare with.
@@ -45,7 +46,8 @@ run_stage teacher teacher && run_stage negatives negatives || { finish; exit 1; 
 # today's teacher data serves the control: the teacher stage reads neither backbone
 cp -r data "$arms/data-mpnet"
 for seed in "${seeds[@]}"; do
-  ( student_arm mpnet-vd0 "$seed" "$arms/data-mpnet" "$base" && bench "mpnet-vd0-s$seed" "$arms/mpnet-vd0-s$seed/models/pearl" 2 test ) &
+  ( student_arm mpnet-teacher "$seed" "$arms/data-mpnet" "$base" \
+    && bench "mpnet-teacher-s$seed" "$arms/mpnet-teacher-s$seed/models/pearl" 2 test ) &
   benched+=($!)
 done
 
@@ -57,8 +59,7 @@ set_=("${on_device[@]}" -S "model.backbone=$student" -S "model.teacher=$teacher"
 ( cd "$arms/prep-base" && run_stage teacher teacher-by-base && run_stage negatives negatives-by-base ) || { finish "${benched[@]}"; exit 1; }
 students=()
 for seed in "${seeds[@]}"; do
-  student_arm base-vd0 "$seed" "$arms/prep-base/data" "$teacher" & students+=($!)
-  student_arm base-vd1 "$seed" "$arms/prep-base/data" "$teacher" -S train.vector_distill_weight=1.0 & students+=($!)
+  student_arm base-teacher "$seed" "$arms/prep-base/data" "$teacher" & students+=($!)
 done
 wait "${students[@]}" "${benched[@]}"
 
@@ -73,9 +74,9 @@ def mean(arm: str) -> float | None:  # Tune (mean) over the seeds, on the tasks 
     if not tasks or not all(t in run for run in runs for t in tasks):
         return None
     return statistics.mean(statistics.mean(run[t] for t in tasks) for run in runs)
-means = {arm: mean(arm) for arm in ("mpnet-vd0", "base-vd0", "base-vd1")}
+means = {arm: mean(arm) for arm in ("mpnet-teacher", "base-teacher")}
 best = max((arm for arm in means if means[arm] is not None), key=lambda arm: means[arm], default=None)
-control = means["mpnet-vd0"]
+control = means["mpnet-teacher"]
 chosen = best if best and control is not None and means[best] > control + 0.40 else ""
 record.write_text(json.dumps({"tune_mean_over_seeds": means, "seeds": seeds, "chosen": chosen or None}, indent=1))
 print(chosen)
@@ -83,7 +84,7 @@ EOF
 )
 stamp "rule: chosen arm '${chosen:-none (the control stays)}'"
 chosen_benches=()
-if [ -n "$chosen" ] && [ "$chosen" != mpnet-vd0 ]; then
+if [ -n "$chosen" ] && [ "$chosen" != mpnet-teacher ]; then
   for seed in "${seeds[@]}"; do
     bench "$chosen-s$seed" "$arms/$chosen-s$seed/models/pearl" 4 test & chosen_benches+=($!)
   done

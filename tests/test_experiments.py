@@ -9,7 +9,7 @@ import yaml
 from pearl.bench.task_names import TUNE_MEAN_TASKS, TUNE_TASKS
 from pearl.errors import PearlError
 from pearl.experiments import shell
-from pearl.experiments.definitions import Run, load_table, load_tables, parse_name
+from pearl.experiments.definitions import ADDED_OFF, Run, load_table, load_tables, parse_name
 from pearl.experiments.results import Finished, aggregate, finished_experiments, markdown, read_run, sweep_points
 from pearl.experiments.runner import run_all
 from pearl.params import load_params, set_key
@@ -153,13 +153,15 @@ def test_finished_experiments_are_read_from_dvcs_refs_of_every_commit(tmp_path, 
 def _experiment_commit(repo: Path, seed_score: float, test_model_hash: str, overrides: dict,
                        before_ray: bool = False, before_shared_storage: bool = False) -> str:
     """An experiment's commit: the project's params with `overrides` set, as `dvc exp run -S` leaves them;
-    `before_ray`: made before params.yaml had `engine` and the ray section, and train.spelling_in_loss;
+    `before_ray`: made before params.yaml had `engine` and the ray section, and the `ADDED_OFF` levers;
     `before_shared_storage`: before it had ray.shared_storage."""
     params = yaml.safe_load((ROOT / "params.yaml").read_text())
     for dotted, value in overrides.items():
         set_key(params, dotted, value)
     if before_ray:
-        del params["ray"], params["engine"], params["train"]["spelling_in_loss"]
+        del params["ray"], params["engine"]
+        for section, key in ADDED_OFF:
+            del params[section][key]
     if before_shared_storage:
         del params["ray"]["shared_storage"]
     model = {"path": "models/pearl", "md5": "m1.dir"}
@@ -184,6 +186,8 @@ def test_results_keep_only_scores_of_the_experiments_own_model_and_average_seeds
     repo = tmp_path / "repo"
     repo.mkdir()
     subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    # view_min_cos stands in for a lever added, off, after `fresh` was made (the code holds none now)
+    monkeypatch.setitem(ADDED_OFF, ("train", "view_min_cos"), None)
     table = load_table(_table(tmp_path, {"rows": {"default": {}, "no-type": {"train.type_weight": 0}},
                                          "seeds": [42, 1]}), ROOT / "params.yaml")
     no_type = {"train.type_weight": 0}
@@ -207,8 +211,8 @@ def test_results_keep_only_scores_of_the_experiments_own_model_and_average_seeds
     older = {**first, "rev": "old", "seed": 7, "recipe": "older", "created": "2026-01-01T00:00:00+00:00"}
     rows = aggregate([older, first, second, other], table)
     assert first["recipe"] == second["recipe"] == table.recipes["no-type"] != other["recipe"]
-    spelled = load_table(_table(tmp_path, {"rows": {"on": {"train.spelling_in_loss": True}}}), ROOT / "params.yaml")
-    assert spelled.recipes["on"] not in (first["recipe"], other["recipe"])  # a lever switched on is a recipe of its own
+    filtered = load_table(_table(tmp_path, {"rows": {"on": {"train.view_min_cos": 0.5}}}), ROOT / "params.yaml")
+    assert filtered.recipes["on"] not in (first["recipe"], other["recipe"])  # a lever switched on is a recipe of its own
     assert rows["no-type"]["seeds"] == [1, 42] and rows["default"]["seeds"] == [3]
     tune_mean = rows["no-type"]["tune"]["tune"]
     assert (tune_mean["mean"], tune_mean["n"]) == (51.0 + (len(TUNE_MEAN_TASKS) - 1) / 2, 2) and tune_mean["std"] == pytest.approx(1.41, abs=0.01)

@@ -58,41 +58,6 @@ def test_info_nce_logits_stay_fp32_under_bf16_autocast():
     assert torch.isclose(autocast, exact, atol=1e-5)  # bf16 logits at τ = 0.07 are off by ~0.05
 
 
-def test_vector_distillation_is_the_mean_squared_distance_to_the_teachers_vectors():
-    torch.manual_seed(0)
-    vectors, head, labels = torch.randn(7, 4), torch.nn.Linear(4, 95), torch.tensor([1, 2, 3])
-    projection = torch.nn.Linear(4, 6)
-    targets = torch.nn.functional.normalize(torch.randn(7, 6), dim=-1)
-    off = pearl_loss(vectors, 3, labels, None, head, 0.07, 1.0)
-    on = pearl_loss(vectors, 3, labels, None, head, 0.07, 1.0, teacher_vectors=targets, projection=projection,
-                    vector_distill_weight=0.5)
-    expected = ((projection(vectors) - targets) ** 2).sum(-1).mean()
-    assert torch.isclose(on.vector_distill, expected) and off.vector_distill == 0
-    assert torch.isclose(on.total, off.total + 0.5 * expected)
-    on.total.backward()
-    assert projection.weight.grad.abs().sum() > 0  # the map trains with the student
-    exact = torch.nn.Linear(4, 6)
-    with torch.no_grad():
-        exact.weight.zero_()
-        exact.bias.copy_(targets[0])
-    assert pearl_loss(vectors[:1].repeat(7, 1), 3, labels, None, head, 0.07, 1.0, teacher_vectors=targets[:1].repeat(7, 1),
-                      projection=exact, vector_distill_weight=1.0).vector_distill == 0
-
-
-def test_scored_rows_feed_the_pair_terms_and_the_model_vectors_feed_the_type_head():
-    torch.manual_seed(0)
-    vectors, head, labels = torch.randn(7, 4), torch.nn.Linear(4, 95), torch.tensor([1, 2, 3])
-    scored = torch.randn(7, 9)  # wider, as with a spelling block after the model's vector
-    teacher_cos = torch.rand(3, 4)
-    plain = pearl_loss(vectors, 3, labels, None, head, 0.07, 1.0, teacher_cos=teacher_cos, distill_weight=1.0)
-    spelled = pearl_loss(vectors, 3, labels, None, head, 0.07, 1.0, teacher_cos=teacher_cos, distill_weight=1.0,
-                         scored=scored)
-    assert torch.isclose(spelled.contrastive, info_nce(scored[:3], scored[3:], None, 0.07))
-    assert not torch.isclose(spelled.contrastive, plain.contrastive)
-    assert not torch.isclose(spelled.distill, plain.distill)
-    assert torch.isclose(spelled.type_loss, plain.type_loss)
-
-
 def test_each_rank_and_step_draws_its_own_dropout_masks():
     from pearl.train.loop import seed_dropout
 

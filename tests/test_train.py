@@ -61,8 +61,8 @@ def test_batches_are_a_function_of_seed_and_step(toy):
     again = data.batch_texts(sampling, 5)
     assert first[0] == again[0] and np.array_equal(first[3], again[3])
     assert data.batch_texts(sampling, 6)[0] != first[0]
-    texts, n, labels, exclude, teacher_cos, teacher_vectors, counts = first
-    assert teacher_cos is None and teacher_vectors is None  # no teacher given
+    texts, n, labels, exclude, teacher_cos, counts = first
+    assert teacher_cos is None  # no teacher given
     anchors, positives, negatives = texts[:n], texts[n:2 * n], texts[2 * n:]
     assert len(set(anchors)) == n == 8 and not set(anchors) & {data.phrases[i] for i in data.heldout}
     assert 0 < len(negatives) <= 2 * n and len(set(negatives)) == len(negatives)
@@ -227,86 +227,6 @@ def test_a_teacher_without_distillation_is_the_recipe_without_one(make_params, t
 
 
 @pytest.mark.slow
-def test_spelling_in_loss_scores_pairs_as_the_export_does(make_params, tiny_encoder, toy, tmp_path):
-    from pearl.model.phrase_model import PhraseModel
-    from pearl.model.st_modules import TEXTS, SpellingNgrams
-    from pearl.train.loop import model_config, spelling_block, with_spelling
-
-    off = _params(make_params, tiny_encoder, tmp_path, train__max_steps=2)
-    on = _params(make_params, tiny_encoder, tmp_path, train__max_steps=2, train__spelling_in_loss=True,
-                 average__spelling_weight=0.3)
-    assert spelling_block(off, 8) is None
-    model = PhraseModel(model_config(on))
-    texts = ["new york", "new yorck", "paris"]
-    vectors = model.encode(texts)
-    rows = with_spelling(spelling_block(on, model.dim), vectors, texts)
-    exported = SpellingNgrams(model.dim, on.average.spelling_features, 0.3)(
-        {"sentence_embedding": vectors, TEXTS: texts})["sentence_embedding"]
-    assert torch.equal(rows, exported)
-    grams = rows[:, model.dim:] / 0.3 ** 0.5
-    assert torch.allclose(rows @ rows.T, 0.7 * vectors @ vectors.T + 0.3 * grams @ grams.T, atol=1e-5)
-
-    plain_numbers, plain = _train(off, toy, tmp_path / "a")
-    numbers, spelled = _train(on, toy, tmp_path / "b")
-    assert (plain_numbers["spelling_weight_in_loss"], numbers["spelling_weight_in_loss"]) == (0.0, 0.3)
-    first, plain_first = spelled.row(0, named=True), plain.row(0, named=True)  # same batch, same first forward
-    assert first["type_loss"] == pytest.approx(plain_first["type_loss"], abs=1e-6)
-    assert first["contrastive"] != pytest.approx(plain_first["contrastive"], abs=1e-3)
-    with pytest.raises(PearlError, match="average.spelling_weight 0 turns off"):
-        _params(make_params, tiny_encoder, tmp_path, train__spelling_in_loss=True, average__spelling_weight=0)
-
-
-@pytest.mark.slow
-def test_distillation_warmup_trains_the_vector_term_alone_before_the_recipe(make_params, tiny_encoder, toy, tmp_path):
-    taught = dict(model__teacher="toy-teacher", train__distill_weight=0)
-    _, plain = _train(_params(make_params, tiny_encoder, tmp_path, **taught), toy, tmp_path / "a")
-    numbers, warmed = _train(_params(make_params, tiny_encoder, tmp_path, **taught, train__distill_warmup_steps=2),
-                             toy, tmp_path / "b")
-    assert (numbers["steps"], numbers["distill_warmup_steps"], warmed.height) == (8, 2, 8)  # 2 more than max_steps
-    warm, recipe = warmed.head(2), warmed.tail(6)
-    assert (warm["loss"] == warm["vector_distill"]).all() and (warm["vector_distill"] > 0).all()
-    assert (recipe["vector_distill"] == 0).all() and (plain["vector_distill"] == 0).all()
-    first = warmed.row(0, named=True)  # the batch the plain run starts on, scored by the recipe's own terms too
-    assert first["contrastive"] == pytest.approx(plain["contrastive"][0], abs=1e-5)
-    assert first["loss"] != pytest.approx(plain["loss"][0], abs=1e-3)
-    with pytest.raises(PearlError, match="distill_warmup_steps regresses onto model.teacher"):
-        _params(make_params, tiny_encoder, tmp_path, train__distill_warmup_steps=2)
-
-
-@pytest.mark.slow
-def test_vector_distillation_adds_its_term_and_a_crash_resumes_with_its_projection(make_params, tiny_encoder, toy,
-                                                                                   tmp_path, monkeypatch):
-    import pearl.train.loop as loop
-
-    _, plain = _train(_params(make_params, tiny_encoder, tmp_path, model__teacher="toy-teacher", train__distill_weight=0),
-                      toy, tmp_path / "a")
-    params = _params(make_params, tiny_encoder, tmp_path, model__teacher="toy-teacher", train__distill_weight=0,
-                     train__vector_distill_weight=2.0)
-    numbers, taught = _train(params, toy, tmp_path / "b")
-    assert numbers["vector_distill_weight"] == 2.0 and (taught["vector_distill"] > 0).all()
-    assert (plain["vector_distill"] == 0).all() and (taught["distill"] == 0).all()
-    first = taught.row(0, named=True)  # same batches and first forward: only the weighted term differs
-    assert first["loss"] == pytest.approx(plain["loss"][0] + 2.0 * first["vector_distill"], abs=1e-4)
-    assert taught["vector_distill"][-1] < first["vector_distill"]  # the student and its map move toward the teacher
-
-    real_step, calls = loop._step, []
-
-    def crash_on_fifth(*args):
-        calls.append(1)
-        if len(calls) == 5:
-            raise KeyboardInterrupt  # after the step-4 checkpoint
-        return real_step(*args)
-
-    monkeypatch.setattr(loop, "_step", crash_on_fifth)
-    with pytest.raises(KeyboardInterrupt):
-        _train(params, toy, tmp_path / "c")
-    monkeypatch.setattr(loop, "_step", real_step)
-    resumed_numbers, resumed = _train(params, toy, tmp_path / "c")
-    assert resumed_numbers["resumed_from_step"] == 4  # a fresh projection would change steps 5 and 6
-    assert resumed.select("step", "loss", "vector_distill").equals(taught.select("step", "loss", "vector_distill"))
-
-
-@pytest.mark.slow
 def test_average_exports_a_sentence_transformer_equal_to_pearls_encode(make_params, tiny_encoder, toy, tmp_path):
     from sentence_transformers import SentenceTransformer
     from typer.testing import CliRunner
@@ -415,8 +335,7 @@ def test_the_inputs_check_reads_the_teacher_vectors_only_where_training_uses_the
     toy["teacher"].unlink()
     inputs = TrainInputs(toy["typed"], toy["variants"], toy["negatives"], toy["teacher"])
     inputs.check(make_params(model__teacher=None))
-    inputs.check(make_params(model__teacher="toy-teacher", train__distill_weight=0.0,
-                             train__vector_distill_weight=0.0, train__view_min_cos=None))
+    inputs.check(make_params(model__teacher="toy-teacher", train__distill_weight=0.0, train__view_min_cos=None))
     for used in ({"train__distill_weight": 1.0}, {"train__distill_weight": 0.0, "train__view_min_cos": 0.5}):
         with pytest.raises(PearlError, match="teacher.parquet is missing"):
             inputs.check(make_params(model__teacher="toy-teacher", **used))

@@ -7,9 +7,6 @@ two models' dimensions need not match: either the KL divergence from the teacher
 over each anchor's negatives (softmaxed cosines) to the student's, or one minus the Pearson
 correlation of each anchor's row of cosines with the teacher's row (similarity-preserving
 distillation: every pair in the batch carries signal, not only the teacher's top few).
-A fourth, `distill_vectors`, regresses the student's vectors, through a linear projection trained
-with them, onto the teacher's (sentence-transformers' MSE distillation): it passes on the teacher's
-whole geometry, not only each batch's ranking.
 """
 
 from __future__ import annotations
@@ -27,7 +24,6 @@ class LossParts:
     contrastive: torch.Tensor
     type_loss: torch.Tensor
     distill: torch.Tensor
-    vector_distill: torch.Tensor
     type_correct: torch.Tensor  # anchors whose type the head predicts right, for the log
 
 
@@ -96,27 +92,13 @@ def distill_correlation(anchors: torch.Tensor, candidates: torch.Tensor, teacher
     return (1 - r).mean()
 
 
-def distill_vectors(vectors: torch.Tensor, projection: nn.Module, teacher_vectors: torch.Tensor) -> torch.Tensor:
-    """Mean over texts of the squared distance from the projected student vector to the teacher's
-    (unit) vector: summed over dimensions, not averaged, so that its scale does not shrink with the
-    teacher's width."""
-    with torch.autocast(device_type=vectors.device.type, enabled=False):
-        return (projection(vectors.float()) - teacher_vectors.float()).square().sum(-1).mean()
-
-
 def pearl_loss(vectors: torch.Tensor, n_anchors: int, labels: torch.Tensor, exclude: torch.Tensor | None,
                type_head: nn.Module, temperature: float, type_weight: float,
                contrastive_weight: float = 1.0, teacher_cos: torch.Tensor | None = None, distill_weight: float = 0.0,
-               distill_loss: str = "kl", teacher_vectors: torch.Tensor | None = None,
-               projection: nn.Module | None = None, vector_distill_weight: float = 0.0,
-               scored: torch.Tensor | None = None) -> LossParts:
+               distill_loss: str = "kl") -> LossParts:
     """`vectors` = anchors, then their positives (same order), then hard negatives;
-    `teacher_cos[i, j]` the teacher's cosine of anchor i and candidate j; `teacher_vectors[k]` the
-    teacher's vector for vectors[k] (a positive's is its phrase's). `scored`, the same rows as the
-    export scores them (with its spelling block), is what InfoNCE and the in-batch distillation
-    compare; the type head and the vector distillation read the model's own `vectors`."""
-    scored = vectors if scored is None else scored
-    anchors, candidates = scored[:n_anchors], scored[n_anchors:]
+    `teacher_cos[i, j]` the teacher's cosine of anchor i and candidate j."""
+    anchors, candidates = vectors[:n_anchors], vectors[n_anchors:]
     contrastive = info_nce(anchors, candidates, exclude, temperature)
     views = vectors[: 2 * n_anchors]
     logits = type_head(views).float()
@@ -130,10 +112,5 @@ def pearl_loss(vectors: torch.Tensor, n_anchors: int, labels: torch.Tensor, excl
         distill = (distill_kl(anchors, candidates, teacher_cos, exclude, temperature) if distill_loss == "kl"
                    else distill_correlation(anchors, candidates, teacher_cos, exclude))
         total = total + distill_weight * distill
-    vector_distill = torch.zeros((), device=vectors.device)
-    if teacher_vectors is not None and projection is not None and vector_distill_weight > 0:
-        vector_distill = distill_vectors(vectors, projection, teacher_vectors)
-        total = total + vector_distill_weight * vector_distill
     correct = (logits[:n_anchors].argmax(-1) == labels).sum()
-    return LossParts(total, contrastive.detach(), type_loss.detach(), distill.detach(), vector_distill.detach(),
-                     correct.detach())
+    return LossParts(total, contrastive.detach(), type_loss.detach(), distill.detach(), correct.detach())

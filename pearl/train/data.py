@@ -31,7 +31,6 @@ class Batch:
     exclude: torch.Tensor  # (anchors, candidates) bool: false negatives left out of the loss
     features: dict[str, torch.Tensor]  # tokenised `texts`
     teacher_cos: torch.Tensor | None  # (anchors, candidates): the teacher's cosines, for distillation
-    teacher_vectors: torch.Tensor | None  # (texts, teacher dim): the teacher's vector of each text (a view: its phrase's)
 
 
 @dataclass(frozen=True)
@@ -129,8 +128,8 @@ class TrainingSet:
         return self._order
 
     def batch_texts(self, sampling: Sampling, step: int
-                    ) -> tuple[list[str], int, np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None, dict]:
-        """(texts, n_anchors, labels, exclude, teacher cosines, teacher vectors, level counts) of one step."""
+                    ) -> tuple[list[str], int, np.ndarray, np.ndarray, np.ndarray | None, dict]:
+        """(texts, n_anchors, labels, exclude, teacher cosines, level counts) of one step."""
         chosen = self.anchors(sampling, step)
         rng = np.random.default_rng([sampling.seed, 3, step])
         chars = CharAugmenter(np.random.SeedSequence([sampling.seed, 4, step]))
@@ -156,13 +155,13 @@ class TrainingSet:
             for text in {anchor, positive}:
                 for j in columns.get(text, ()):
                     exclude[i, j] = j != i
-        teacher_cos = meaning = None
+        teacher_cos = None
         if self.teacher is not None:
             # a view is scored as its phrase: it should mean what the phrase means
             rows = self.teacher.vectors(anchors + negatives)
             meaning = np.concatenate([rows[: len(anchors)], rows])
             teacher_cos = rows[: len(anchors)] @ meaning[len(anchors):].T
-        return anchors + candidates, len(anchors), self.labels[chosen], exclude, teacher_cos, meaning, counts
+        return anchors + candidates, len(anchors), self.labels[chosen], exclude, teacher_cos, counts
 
     def _positive(self, phrase: str, index: int, probs: dict[str, float], rng: np.random.Generator,
                   chars: CharAugmenter) -> tuple[str, str]:
@@ -195,6 +194,6 @@ class StepBatches(torch.utils.data.Dataset):
         return self.last - self.first
 
     def __getitem__(self, k: int) -> Batch:
-        texts, n, labels, exclude, teacher_cos, teacher_vectors, _ = self.data.batch_texts(self.sampling, self.first + k)
+        texts, n, labels, exclude, teacher_cos, _ = self.data.batch_texts(self.sampling, self.first + k)
         return Batch(texts, n, torch.from_numpy(labels), torch.from_numpy(exclude), self.tokenize(texts),
-                     *(None if a is None else torch.from_numpy(a) for a in (teacher_cos, teacher_vectors)))
+                     None if teacher_cos is None else torch.from_numpy(teacher_cos))

@@ -30,12 +30,11 @@ class TrainInputs:
 
 def uses_teacher(params: Params) -> bool:
     """Whether training reads model.teacher's vectors: to distil them, or to filter views by them. Without
-    model.teacher neither happens, whatever train.distill_weight, train.vector_distill_weight,
-    train.distill_warmup_steps and train.view_min_cos say: the recipe without a teacher."""
+    model.teacher neither happens, whatever train.distill_weight and train.view_min_cos say: the recipe
+    without a teacher."""
     return params.model.teacher is not None and (distils(params) or params.train.view_min_cos is not None)
 
 
 def distils(params: Params) -> bool:
-    """Whether a loss term asks for the teacher's cosines or vectors (used only where `uses_teacher`)."""
-    t = params.train
-    return t.distill_weight > 0 or t.vector_distill_weight > 0 or t.distill_warmup_steps > 0
+    """Whether the loss asks for the teacher's cosines (used only where `uses_teacher`)."""
+    return params.train.distill_weight > 0

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
 import time
 from dataclasses import dataclass
@@ -21,7 +20,6 @@ from pearl.log import get_logger
 from pearl.model.grad_cache import cached_backward
 from pearl.model.loss import LossParts, pearl_loss
 from pearl.model.phrase_model import ModelConfig, PhraseModel
-from pearl.model.st_modules import TEXTS, SpellingNgrams
 from pearl.params import Params
 from pearl.train.checkpoint import clear_checkpoints, fingerprint, load_checkpoint, save_checkpoint
 from pearl.teacher.vectors import TeacherVectors
@@ -121,29 +119,15 @@ def _rows(features: dict[str, torch.Tensor], start: int, stop: int, device) -> d
     return {k: v[start:stop].to(device, non_blocking=True) for k, v in features.items()}
 
 
-def spelling_block(params: Params, dim: int) -> SpellingNgrams | None:
-    """The export's spelling block (`average.spelling_*`), for `train.spelling_in_loss`; else None."""
-    a = params.average
-    return SpellingNgrams(dim, a.spelling_features, a.spelling_weight) if params.train.spelling_in_loss else None
-
-
-def with_spelling(spelling: SpellingNgrams, vectors: torch.Tensor, texts: list[str]) -> torch.Tensor:
-    """The rows as the export scores them: the same module, so training and export cannot drift apart."""
-    return spelling({"sentence_embedding": vectors, TEXTS: texts})["sentence_embedding"]
-
-
-def _step(model: PhraseModel, projection: torch.nn.Linear | None, spelling: SpellingNgrams | None, batch: Batch,
-          params: Params, device, autocast, world: World) -> LossParts:
+def _step(model: PhraseModel, batch: Batch, params: Params, device, autocast, world: World) -> LossParts:
     t = params.train
     labels, exclude = batch.labels.to(device), batch.exclude.to(device)
-    teacher_cos, teacher_vectors = (None if a is None else a.to(device) for a in (batch.teacher_cos, batch.teacher_vectors))
+    teacher_cos = None if batch.teacher_cos is None else batch.teacher_cos.to(device)
 
     def loss_of(vectors: torch.Tensor) -> LossParts:
         with autocast():
             return pearl_loss(vectors, batch.n_anchors, labels, exclude, model.type_head, t.temperature, t.type_weight,
-                              t.contrastive_weight, teacher_cos, t.distill_weight, t.distill_loss,
-                              teacher_vectors, projection, t.vector_distill_weight,
-                              None if spelling is None else with_spelling(spelling, vectors, batch.texts))
+                              t.contrastive_weight, teacher_cos, t.distill_weight, t.distill_loss)
 
     n = len(batch.texts)
     if t.grad_cache:
@@ -183,22 +167,11 @@ def train(params: Params, inputs: TrainInputs) -> TrainResult:
         raise PearlError(f"train.batch_size ({t.batch_size}) exceeds the {len(data.train)} training phrases: lower it")
     torch.manual_seed(seed)
     model = PhraseModel(model_config(params)).to(device)
-    # student → teacher space, trained beside the model and not exported; created after the model, and
-    # only when used, so that the recipe without it draws the same weights
-    warmup = t.distill_warmup_steps  # params ensure a teacher for it
-    projection = (torch.nn.Linear(model.dim, teacher.matrix.shape[1]).to(device)
-                  if teacher is not None and (t.vector_distill_weight > 0 or warmup > 0) else None)
-    trained = model if projection is None else torch.nn.ModuleList([model, projection])  # what the ranks keep equal
-    spelling = spelling_block(params, model.dim)
-    # the warm-up's steps come before the recipe's, on top of them, and train the vector distillation alone
-    total = warmup + (per_epoch * t.epochs if t.max_steps is None else min(per_epoch * t.epochs, t.max_steps))
-    warm = dataclasses.replace(params, train=dataclasses.replace(
-        t, type_weight=0.0, contrastive_weight=0.0, distill_weight=0.0, vector_distill_weight=1.0)) if warmup else None
+    total = per_epoch * t.epochs if t.max_steps is None else min(per_epoch * t.epochs, t.max_steps)
 
     # The character encoder and type head start from random weights: at the backbone's small
     # learning rate they would barely move in a CPU-sized run.
     heads = [p for name, p in model.named_parameters() if not name.startswith("backbone.")]
-    heads += [] if projection is None else list(projection.parameters())
     optimizer = torch.optim.Adam([{"params": list(model.backbone.parameters()), "lr": t.lr},
                                   {"params": heads, "lr": t.head_lr}])
     scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=t.lr_decay_steps, gamma=t.lr_decay_rate)
@@ -209,14 +182,12 @@ def train(params: Params, inputs: TrainInputs) -> TrainResult:
     start, rows = 0, []
     if state is not None:
         model.load_state_dict(state["model"])
-        if projection is not None:
-            projection.load_state_dict(state["projection"])
         optimizer.load_state_dict(state["optimizer"])
         scheduler.load_state_dict(state["scheduler"])
         start, rows = state["step"], state["log"]
 
     if world.size > 1:  # every rank starts from rank 0's weights (a resumed run included)
-        for tensor in trained.state_dict().values():
+        for tensor in model.state_dict().values():
             torch.distributed.broadcast(tensor, src=0)
 
     autocast = autocast_for(precision, device)
@@ -234,9 +205,8 @@ def train(params: Params, inputs: TrainInputs) -> TrainResult:
         step = start + k
         seed_dropout(seed, world.rank, step)
         optimizer.zero_grad(set_to_none=True)
-        parts = (_step(model, projection, None, batch, warm, device, autocast, world) if step < warmup else
-                 _step(model, projection, spelling, batch, params, device, autocast, world))
-        average_gradients(trained, world)
+        parts = _step(model, batch, params, device, autocast, world)
+        average_gradients(model, world)
         optimizer.step()
         scheduler.step()
         now = time.perf_counter()
@@ -249,7 +219,6 @@ def train(params: Params, inputs: TrainInputs) -> TrainResult:
         if world.main and (step + 1) % t.checkpoint_every == 0 and step + 1 < total:
             save_checkpoint(checkpoints, {
                 "step": step + 1, "fingerprint": run_id, "model": model.state_dict(),
-                **({} if projection is None else {"projection": projection.state_dict()}),
                 "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(), "log": rows,
             })
     seconds = time.perf_counter() - began
@@ -264,7 +233,7 @@ class _Window:
 
     def __init__(self):
         self.steps = 0
-        self.sums = dict.fromkeys(("loss", "contrastive", "type_loss", "distill", "vector_distill", "seconds"), 0.0)
+        self.sums = dict.fromkeys(("loss", "contrastive", "type_loss", "distill", "seconds"), 0.0)
         self.correct = self.anchors = self.phrases = 0
 
     def add(self, parts: LossParts, batch: Batch, seconds: float) -> None:
@@ -273,7 +242,6 @@ class _Window:
         self.sums["contrastive"] += float(parts.contrastive)
         self.sums["type_loss"] += float(parts.type_loss)
         self.sums["distill"] += float(parts.distill)
-        self.sums["vector_distill"] += float(parts.vector_distill)
         self.sums["seconds"] += seconds
         self.correct += int(parts.type_correct)
         self.anchors += batch.n_anchors
@@ -287,7 +255,6 @@ class _Window:
             "contrastive": round(self.sums["contrastive"] / n, 5),
             "type_loss": round(self.sums["type_loss"] / n, 5),
             "distill": round(self.sums["distill"] / n, 5),
-            "vector_distill": round(self.sums["vector_distill"] / n, 5),
             "type_acc": round(self.correct / max(self.anchors, 1), 4),
             "lr": float(f"{lr:.6g}"),
             "seconds_per_step": round(self.sums["seconds"] / n, 4),

@@ -236,12 +236,13 @@ def bench_task(
 @app.command()
 def embed(
     texts: Annotated[list[str] | None, typer.Argument(help="phrases to embed; none: read one per line from --input")] = None,
-    model: Annotated[Path, typer.Option(help="an exported PEARL model (sentence-transformers directory)")] = Path("models/pearl"),
+    model: Annotated[str, typer.Option(help="a PEARL export, or a sentence-transformers / Hugging Face id or "
+                                            "directory (not `string`, which has no vectors)")] = "models/pearl",
     input_file: Annotated[Path | None, typer.Option("--input", help="text file, one phrase per line")] = None,
     out: Annotated[Path | None, typer.Option(help="write a .npy matrix here instead of JSON lines on stdout")] = None,
     batch_size: Annotated[int, typer.Option(min=1)] = 128,
 ) -> None:
-    """Embed phrases with a trained model: JSON lines {"text", "vector"} or a .npy matrix."""
+    """Embed phrases: JSON lines {"text", "vector"} or a .npy matrix of L2-normalised rows."""
     import json
 
     import numpy as np
@@ -267,11 +268,12 @@ def embed(
             from pearl.tables import check_output_folder
 
             check_output_folder(out)
-        from pearl.embedder import PROGRESS_BAR_ABOVE
-        from pearl.model.export import load
+        from pearl.index.encoder import STRING, load_encoder
 
-        vectors = load(model).encode(texts, batch_size=batch_size, convert_to_numpy=True,
-                                     show_progress_bar=len(texts) > PROGRESS_BAR_ABOVE).astype(np.float32)
+        if model == STRING:
+            raise PearlError("--model string has no vectors: give a PEARL export or a sentence-transformers model")
+        # the verbs' own encoder, so these vectors are the ones `pearl index` and `pearl link` compare
+        vectors = load_encoder(model, batch_size=batch_size).encode(texts)
         if out is not None:
             from pearl.artifacts import atomic_path
 

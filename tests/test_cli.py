@@ -1,8 +1,10 @@
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
@@ -143,6 +145,32 @@ def test_every_verb_checks_its_flags_before_it_loads_the_model(verb, flags, mess
     result = runner.invoke(app, _verb_commands(tmp_path, str(tiny_encoder), str(index))[verb] + flags)
     assert loads == [] and result.exit_code == 1, result.output
     assert result.output.strip().startswith("error: ") and message in result.output, result.output
+
+
+def test_embed_tells_an_export_that_fails_to_load_in_one_line(tmp_path):
+    """A folder that passes as a PEARL export but holds no model (a copy cut short) names --model, not a traceback."""
+    (tmp_path / "pearl_model.json").write_text("{}")
+    (tmp_path / "modules.json").write_text(json.dumps([{"idx": 0, "name": "0", "path": "",
+                                                        "type": "st_modules.PhraseTransformer"}]))
+    result = runner.invoke(app, ["embed", "--model", str(tmp_path), "acme"])
+    assert result.exit_code == 1 and result.output.startswith(f"error: --model='{tmp_path}' could not be loaded ("), result.output
+    assert result.output.count("\n") == 1, result.output
+
+
+def test_embed_refuses_string_which_has_no_vectors():
+    result = runner.invoke(app, ["embed", "--model", "string", "acme"])
+    assert (result.exit_code, result.output) == (
+        1, "error: --model string has no vectors: give a PEARL export or a sentence-transformers model\n")
+
+
+def test_embed_writes_the_vectors_the_verbs_compare(tiny_encoder, tmp_path):
+    """Any sentence-transformers model, encoded by the verbs' own encoder: `pearl embed` agrees with an index."""
+    from pearl.index.encoder import load_encoder
+
+    texts = ["New York Times", "NYTimes", "café de flore"]
+    result = runner.invoke(app, ["embed", "--model", str(tiny_encoder), "--out", str(tmp_path / "v.npy"), *texts])
+    assert result.exit_code == 0, result.output
+    assert np.array_equal(np.load(tmp_path / "v.npy"), load_encoder(str(tiny_encoder)).encode(texts))
 
 
 @pytest.mark.slow

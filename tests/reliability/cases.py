@@ -143,7 +143,7 @@ CASES = [
     Case("benchmark of the model before it exists", ("bench-task", "model", "turney"),
          "models/pearl is missing: run `dvc repro average`", remove("models/pearl")),
     Case("a folder that mentions PEARL's module but is no export", ("embed", "--model", "fake-export", "a phrase"),
-         "not a PEARL export", fake_export),
+         "references the module class 'evil_code.Module'", fake_export),  # refused, never imported
     # upstream artifacts, checked by the stage that reads them
     Case("sentences.parquet missing", ("parse",), "sentences.parquet is missing: run `dvc repro corpus` first",
          remove("data/corpus/sentences.parquet")),

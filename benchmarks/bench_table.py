@@ -12,39 +12,10 @@ table; --out also writes it.
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
-from pearl.experiments.results import seed_stat, stat_cell
-from pearl.report.summary import MEANS, TITLES, with_means
-
-
-def scores(folder: Path) -> dict[str, float]:
-    return with_means({path.stem: _score(path) for path in sorted(folder.glob("*.json"))})
-
-
-def _score(path: Path) -> float:
-    result = json.loads(path.read_text())
-    if "score" not in result and len(result) == 1:  # a bench_ref stage's file: {reference model: its result}
-        (result,) = result.values()
-    if "score" not in result:
-        raise SystemExit(f"{path}: no 'score' (a bench_ref file of {len(result)} models? pass one model's folder)")
-    return result["score"]
-
-
-def table(systems: dict[str, list[dict[str, float]]]) -> str:
-    """`systems`: label → one scores dict per seed."""
-    found = [column for seeds in systems.values() for scores_ in seeds for column in scores_]
-    tasks = list(dict.fromkeys(t for t in found if t in TITLES and t not in MEANS))
-    columns = [*(t for t in TITLES if t in tasks), *(m for m in MEANS if m in found)]
-    lines = ["| system | " + " | ".join(TITLES[c] for c in columns) + " |", "|---" * (len(columns) + 1) + "|"]
-    for label, seeds in systems.items():
-        cells = []
-        for column in columns:
-            values = [s[column] for s in seeds if column in s]
-            cells.append(stat_cell(seed_stat(values) if values else None, len(seeds)))
-        lines.append(f"| {label} | " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
+from pearl.errors import PearlError
+from pearl.experiments.bench_table import scores, table
 
 
 def main() -> None:
@@ -57,7 +28,10 @@ def main() -> None:
     folders = {label: [Path(f) for f in spec.split(",")] for label, spec in (s.split("=", 1) for s in args.systems)}
     if empty := [f for fs in folders.values() for f in fs if not any(f.glob("*.json"))]:
         parser.error(f"{empty[0]}: no <task>.json here; pass a folder written by `pearl bench --out`")
-    text = table({label: [scores(f) for f in fs] for label, fs in folders.items()})
+    try:
+        text = table({label: [scores(f) for f in fs] for label, fs in folders.items()})
+    except PearlError as error:
+        parser.exit(1, f"{error}\n")
     print(text, end="")
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)

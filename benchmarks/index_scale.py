@@ -1,6 +1,6 @@
 """`pearl index` at scale: build time, memory, query latency and approximate-search recall.
 
-Names: the same realistic pool as benchmarks/mine_candidates.py (our phrases, the AutoFJ titles,
+Names: mining's realistic pool, pearl/negatives/phrase_pool.py (our phrases, the AutoFJ titles,
 the YAGO/UMLS names, then typo / dropped-word / added-word variants of them) up to `--size`.
 They are encoded once and cached (`--cache`), so the index figures exclude encoding; queries are
 1,000 further variants that are not in the index.
@@ -20,20 +20,17 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from mine_candidates import phrases_of_size, real_phrases, variant  # noqa: E402
-
-from pearl.index.encoder import EmbeddingEncoder  # noqa: E402
-from pearl.index.phrase_index import Index, IndexSettings  # noqa: E402
-from pearl.log import configure_logging  # noqa: E402
-from pearl.model_ids import model_cache  # noqa: E402
+from pearl.index.encoder import EmbeddingEncoder
+from pearl.index.phrase_index import Index, IndexSettings
+from pearl.log import configure_logging
+from pearl.model_ids import model_cache
+from pearl.negatives.phrase_pool import phrases_of_size, real_phrases, variant
 
 
 def resident_mb() -> float:
@@ -126,7 +123,7 @@ def main() -> None:
     args = parser.parse_args()
     configure_logging()
 
-    pool = real_phrases()
+    pool = real_phrases(Path(__file__).resolve().parents[1])
     names, real = phrases_of_size(args.size, pool, args.seed)
     rng = np.random.default_rng(args.seed + 1)
     words = sorted({w for p in pool[:50_000] for w in p.split()})

@@ -18,89 +18,15 @@ import time
 from pathlib import Path
 
 import numpy as np
-from rapidfuzz import process
 
-from pearl.artifacts import TYPED_PHRASES_SCHEMA, read_artifact
-from pearl.bench import data
 from pearl.log import configure_logging
 from pearl.negatives import candidates as mining
+from pearl.negatives.phrase_pool import phrases_of_size, real_phrases
+from pearl.negatives.recall import brute_force_top_k, recall_at_k
 from pearl.negatives.stage import candidate_settings
 from pearl.params import load_params
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def real_phrases() -> list[str]:
-    pool: list[str] = []
-    typed = ROOT / "data/typed/phrases.parquet"
-    if typed.exists():
-        pool += read_artifact(typed, TYPED_PHRASES_SCHEMA)["phrase"].to_list()
-    for name in data.autofj_names():
-        join = data.load_autofj(name)
-        pool += join.left + join.right
-    for task in ("yago", "umls"):
-        path = ROOT / "data/reference/pearl-benchmark" / task / f"{task}_test_samples.txt"
-        for line in path.read_text(encoding="utf-8").splitlines():
-            pool += [field.strip() for field in line.split("\t")[:2]]
-    return list(dict.fromkeys(p for p in pool if p.strip()))
-
-
-def variant(phrase: str, words: list[str], rng: np.random.Generator) -> str:
-    tokens = phrase.split()
-    kind = rng.integers(3)
-    if kind == 0 and len(phrase) > 3:  # a typo
-        i = int(rng.integers(len(phrase)))
-        return phrase[:i] + phrase[i + 1:]
-    if kind == 1 and len(tokens) > 1:  # a word dropped
-        del tokens[int(rng.integers(len(tokens)))]
-        return " ".join(tokens)
-    tokens.insert(int(rng.integers(len(tokens) + 1)), words[int(rng.integers(len(words)))])  # a word added
-    return " ".join(tokens)
-
-
-def phrases_of_size(n: int, pool: list[str], seed: int) -> tuple[list[str], int]:
-    rng = np.random.default_rng(seed)
-    if n <= len(pool):
-        return [pool[i] for i in rng.choice(len(pool), n, replace=False)], n
-    words = sorted({w for p in pool[:50_000] for w in p.split()})
-    chosen = dict.fromkeys(pool)
-    while len(chosen) < n:
-        for i in rng.integers(len(pool), size=n - len(chosen)):
-            chosen.setdefault(variant(pool[i], words, rng))
-    return list(chosen)[:n], len(pool)
-
-
-def score_matrix(queries: list[str], phrases: list[str], scorer: str, n_threads: int) -> np.ndarray:
-    """Edit similarity of every query with every phrase (brute force), by mining's scorers."""
-    if scorer == "lookalike":
-        parts = {k: process.cdist(queries, phrases, scorer=f, workers=n_threads, dtype=np.float32)
-                 for k, (f, _) in mining.LOOKALIKE_PARTS.items()}
-        return mining.lookalike(parts)
-    function, scale = mining.SINGLE_SCORERS[scorer]
-    return process.cdist(queries, phrases, scorer=function, workers=n_threads, dtype=np.float32) / scale
-
-
-def brute_force_top_k(queries: list[int], phrases: list[str], settings: mining.CandidateSettings) -> list[np.ndarray]:
-    """The exact top-k scores of each query against every other phrase (for recall checks)."""
-    matrix = score_matrix([phrases[q] for q in queries], phrases, settings.scorer, settings.n_threads)
-    best = []
-    for row, q in enumerate(queries):
-        scores = matrix[row]
-        scores[q] = -1.0
-        kept = np.sort(scores[scores >= settings.min_edit_sim])[::-1][: settings.top_k]
-        best.append(kept)
-    return best
-
-
-def recall_at_k(found_scores: list[np.ndarray], true_scores: list[np.ndarray]) -> float:
-    """Share of the true top-k reached: a found score counts if it is ≥ the true k-th score."""
-    hit = total = 0
-    for found, true in zip(found_scores, true_scores):
-        if len(true) == 0:
-            continue
-        hit += min(int(np.sum(found >= true[-1] - 1e-6)), len(true))
-        total += len(true)
-    return hit / total if total else 1.0
 
 
 def measure(phrases: list[str], settings: mining.CandidateSettings, queries: int, seed: int) -> dict:
@@ -135,7 +61,7 @@ def main() -> None:
     args = parser.parse_args()
     configure_logging()
     settings = candidate_settings(load_params(ROOT / "params.yaml"))
-    pool = real_phrases()
+    pool = real_phrases(ROOT)
     print(f"real phrases available: {len(pool)}; {settings}; {os.cpu_count()} cores")
     header = f"{'phrases':>9} {'real':>8} {'block s':>8} {'score s':>8} {'total s':>8} {'pairs':>11} {'kept':>10} {'recall@10':>9} {'all-pairs s (est.)':>19}"
     print(header)

@@ -50,12 +50,10 @@ from pearl.augment import stage as augment_stage
 from pearl.corpus import stage as corpus_stage
 from pearl.entity_typing import stage as typing_stage
 from pearl.negatives import stage as negatives_stage
+from pearl.negatives.phrase_pool import phrases_of_size
 from pearl.params import Params, load_params
 from pearl.parse import stage as parse_stage
 from pearl.teacher import stage as teacher_stage
-
-sys.path.insert(0, str(Path(__file__).parent))
-from mine_candidates import phrases_of_size  # noqa: E402
 
 PORT = 6390
 STAGES = ("corpus", "parse", "typing", "augment", "candidates", "teacher")

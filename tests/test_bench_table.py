@@ -1,8 +1,11 @@
-"""benchmarks/bench_table.py: one folder per system, or one per seed with mean ± std."""
+"""pearl/experiments/bench_table.py: one folder per system, or one per seed with mean ± std."""
 
 import json
 
-from benchmarks.bench_table import scores, table
+import pytest
+
+from pearl.errors import PearlError
+from pearl.experiments.bench_table import scores, table
 
 
 def _folder(tmp_path, name, task_scores):
@@ -31,3 +34,11 @@ def test_a_reference_models_file_reads_as_its_one_models_result(tmp_path):
     folder.mkdir()
     (folder / "bird.json").write_text(json.dumps({"sentence-transformers/all-mpnet-base-v2": {"score": 69.77}}))
     assert scores(folder)["bird"] == 69.77
+
+
+def test_a_file_of_several_reference_models_is_refused_in_one_line(tmp_path):
+    folder = tmp_path / "ref"
+    folder.mkdir()
+    (folder / "bird.json").write_text(json.dumps({"a": {"score": 1.0}, "b": {"score": 2.0}}))
+    with pytest.raises(PearlError, match="pass one model's folder"):
+        scores(folder)

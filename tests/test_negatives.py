@@ -7,11 +7,12 @@ import numpy as np
 import polars as pl
 import pytest
 
-from benchmarks.mine_candidates import brute_force_top_k, recall_at_k
 from pearl.negatives import stage
 from pearl.negatives import candidates
 from pearl.negatives.candidates import CandidateSettings, mine_candidates, score_pairs, shared_word_pairs, top_k
 from pearl.negatives.hard_negatives import hard_negative_mask
+from pearl.negatives.phrase_pool import phrases_of_size
+from pearl.negatives.recall import brute_force_top_k, recall_at_k
 
 NYT_SET = ["The New York Times", "New York Post", "New York", "The New York Times Company", "nytimes",
            "the capital of France", "a red car", "red cars", "Stanley Kubrick", "Stanley Cup", "in 1968"]
@@ -124,6 +125,13 @@ def test_recall_counts_ties_at_the_kth_score():
     assert recall_at_k([np.array([])], [np.array([])]) == 1.0
 
 
+def test_a_phrase_list_past_the_real_pool_is_the_pool_then_distinct_variants():
+    pool = ["New York", "Paris", "the capital of France"]
+    phrases, real = phrases_of_size(10, pool, seed=0)
+    assert phrases[:3] == pool and real == 3 and len(set(phrases)) == 10
+    assert phrases_of_size(2, pool, seed=0)[1] == 2
+
+
 @pytest.mark.parametrize("phrases", [
     ["a", "b"], ["x"], [], ["東京", "東京都", "Москва", "Москвa", "🎉", "🎉🎉"], ["word " * 300, "word " * 299 + "x"],
 ])
@@ -190,13 +198,17 @@ def test_a_phrases_own_variants_are_never_its_hard_negatives(make_params, tmp_pa
 
 
 def test_the_mining_module_holds_only_what_the_pipeline_runs():
-    """Recall checks and other helpers of tests and benchmarks live beside those, not in the library."""
+    """Recall checks and other helpers of tests and benchmarks live in modules of their own, which no stage reads."""
     import ast
     import re
     from pathlib import Path
 
+    from pearl.negatives import phrase_pool, recall
+
     source = Path(candidates.__file__).read_text()
-    library = "\n".join(path.read_text() for path in Path(candidates.__file__).parents[1].rglob("*.py"))
+    helpers = {Path(recall.__file__), Path(phrase_pool.__file__)}
+    library = "\n".join(path.read_text() for path in Path(candidates.__file__).parents[1].rglob("*.py")
+                         if path not in helpers)
     defined = [node.name for node in ast.parse(source).body if isinstance(node, (ast.FunctionDef, ast.ClassDef))]
     assert [name for name in defined if len(re.findall(rf"\b{name}\b", library)) < 2] == []
 

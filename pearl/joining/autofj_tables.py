@@ -39,7 +39,7 @@ def summary_tables(rows: dict[str, dict[str, dict]], autofj_rows: dict[str, dict
         if not shared:
             continue
         lines = [f"**{split}: {len(shared)} datasets**", "",
-                 "| system | P | R | F1 | R at AutoFJ's P | median s |", "|---|---|---|---|---|---|"]
+                 "| system | P | R | F1 | R at AutoFJ's P (oracle cut) | median s |", "|---|---|---|---|---|---|"]
         seeded: dict[tuple[str, str], list[dict[str, float]]] = {}
         for system, per in rows.items():
             means = macro(per, shared)

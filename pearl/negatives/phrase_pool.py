@@ -25,9 +25,8 @@ def real_phrases(root: Path) -> list[str]:
         join = data.load_autofj(name)
         pool += join.left + join.right
     for task in ("yago", "umls"):
-        path = root / "data/reference/pearl-benchmark" / task / f"{task}_test_samples.txt"
-        for line in path.read_text(encoding="utf-8").splitlines():
-            pool += [field.strip() for field in line.split("\t")[:2]]
+        names = data.load_retrieval(root / "data/reference/pearl-benchmark", task, None)
+        pool += [name for pair in zip(names.mentions, names.gold) for name in pair]
     return list(dict.fromkeys(p for p in pool if p.strip()))
 
 

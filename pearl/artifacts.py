@@ -250,6 +250,8 @@ TYPED_PHRASES_SCHEMA = ArtifactSchema(
     "typing", {"phrase": Column("text"), "label_id": Column("int", bounds=(0, len(LABELS) - 1))},
     key=("phrase",), min_rows=1,
     extra={"lex_type": Column("text", values=LEX_TYPES), "label": Column("text", values=LABELS)})
+# every text a test or tune task scores, folded (pearl.bench.texts): what no training text may be
+EVALUATION_TEXTS_SCHEMA = ArtifactSchema("typing", {"text": Column("text")}, key=("text",))
 # two methods may make the same variant of a phrase (a WordNet and an embedding synonym): one row each
 VARIANTS_SCHEMA = ArtifactSchema(
     "augment", {"phrase": Column("text"), "level": Column("text", values=("char", "token", "phrase", "alias")),

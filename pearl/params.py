@@ -178,6 +178,7 @@ class TrainParams:
     precision: Literal["auto", "fp32", "bf16"]
     grad_cache: bool
     grad_cache_chunk: PositiveInt
+    cpu_threads: NonNegativeInt
     num_workers: NonNegativeInt | Literal["auto"]
     checkpoint_dir: str
     checkpoint_every: PositiveInt

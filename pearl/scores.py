@@ -13,6 +13,14 @@ import numpy as np
 from pearl.errors import PearlError
 
 TIE_TOLERANCE = 1e-6
+# the training data's rankings and cuts (augment, the miners) read scores rounded to this many decimals:
+# another CPU or thread count moves a cosine by ~1e-7 and then changes a decision only when the cosine
+# lies that close to a rounding boundary, not whenever two scores are near-tied
+DECIMALS = 4
+
+
+def rounded(scores: np.ndarray) -> np.ndarray:
+    return np.round(scores, DECIMALS)
 
 
 def check_score(value: float | None, option: str) -> None:

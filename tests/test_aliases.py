@@ -116,13 +116,12 @@ def test_the_augment_stage_writes_alias_variants_and_their_counts(make_params, t
     pl.DataFrame({"phrase": phrases, "label_id": [0] * len(phrases)}).write_parquet(typed)
     texts = ["The Central Intelligence Agency (CIA) is in Langley.", "Bombay has a red house and the old house."]
     pl.DataFrame({"doc_id": ["d"] * 2, "sent_id": [0, 1], "text": texts}).write_parquet(sentences)
-    (tmp_path / "word-sim").mkdir()
-    (tmp_path / "word-sim" / "EN-RW-STANFORD.txt").write_text("Mumbai\tcity\t8\n")
-    params = make_params(model__backbone=str(tiny_encoder), model__teacher=str(tiny_encoder),
-                         augment__alias_sources=["geonames", "schwartz_hearst", "moby"], augment__moby_min_cos=-1.0, augment__fasttext_min_count=1,
-                         bench__tasks=["simlex"], bench__tune_tasks=["rw"], bench__general_dir=str(tmp_path))
-    (tmp_path / "word-sim" / "EN-SIMLEX-999.txt").write_text("house\thome\t8\n")
-    stage.run(params, source=typed, sentences=sentences, output=tmp_path / "v.parquet", metrics=tmp_path / "m.json")
+    evaluation = tmp_path / "evaluation.parquet"  # as typing writes them: folded
+    pl.DataFrame({"text": ["mumbai", "city", "house", "home"]}).write_parquet(evaluation)
+    params = make_params(model__backbone=str(tiny_encoder), model__teacher=str(tiny_encoder), train__p_alias=0.1,
+                         augment__alias_sources=["geonames", "schwartz_hearst", "moby"], augment__moby_min_cos=-1.0, augment__fasttext_min_count=1)
+    stage.run(params, source=typed, sentences=sentences, output=tmp_path / "v.parquet", metrics=tmp_path / "m.json",
+              evaluation=evaluation)
     alias = pl.read_parquet(tmp_path / "v.parquet").filter(pl.col("level") == "alias")
     by_method = {m: set(zip(g["phrase"], g["variant"])) for (m,), g in alias.group_by("method")}
     assert by_method["schwartz_hearst"] == {("CIA", "Central Intelligence Agency"), ("Central Intelligence Agency", "CIA")}
@@ -139,12 +138,12 @@ def test_a_missing_alias_dictionary_fails_before_the_word_level_work(make_params
     typed, sentences = tmp_path / "typed.parquet", tmp_path / "sentences.parquet"
     pl.DataFrame({"phrase": ["Bombay", "CIA"], "label_id": [0, 0]}).write_parquet(typed)
     pl.DataFrame({"doc_id": ["d"], "sent_id": [0], "text": ["Bombay."]}).write_parquet(sentences)
-    (tmp_path / "word-sim").mkdir()
-    for name in ("EN-SIMLEX-999.txt", "EN-RW-STANFORD.txt"):
-        (tmp_path / "word-sim" / name).write_text("cat\tdog\t8\n")
+    evaluation = tmp_path / "evaluation.parquet"
+    pl.DataFrame({"text": ["cat", "dog"]}).write_parquet(evaluation)
     monkeypatch.setattr(stage, "CharAugmenter", lambda *args: pytest.fail("the word-level work ran first"))
     params = make_params(augment__alias_sources=["vera"], augment__vera_path=str(tmp_path / "vera.dict.dz"),
-                         bench__tasks=["simlex"], bench__tune_tasks=["rw"], bench__general_dir=str(tmp_path))
+                         train__p_alias=0.1)
     with pytest.raises(PearlError, match="vera.dict.dz is missing: run `bash scripts/setup.sh`"):
-        stage.run(params, source=typed, sentences=sentences, output=tmp_path / "v.parquet", metrics=tmp_path / "m.json")
+        stage.run(params, source=typed, sentences=sentences, output=tmp_path / "v.parquet", metrics=tmp_path / "m.json",
+                  evaluation=evaluation)
     assert not (tmp_path / "v.parquet").exists()

@@ -74,14 +74,18 @@ def test_transformers_path_rejects_non_ontonotes_models_and_missing_ones(tiny_ne
 
 def test_stage_writes_valid_labels_for_both_backends(make_params, tiny_ner_model, tmp_path):
     phrases = pl.DataFrame({
-        "phrase": ["The New York Times", "in 1968", "very large", "Москва 🎉"],
-        "lex_type": ["NP", "PP", "ADJP", "NP"],
-        "freq": [5, 3, 2, 2],
+        "phrase": ["The New York Times", "in 1968", "very large", "Москва 🎉", "Intelligent"],
+        "lex_type": ["NP", "PP", "ADJP", "NP", "ADJP"],
+        "freq": [5, 3, 2, 2, 2],
     })
     source = tmp_path / "phrases.parquet"
     phrases.write_parquet(source)
-    out = tmp_path / "typed" / "phrases.parquet"
-    stage.run(make_params(), source=source, output=out, metrics=tmp_path / "m.json")
+    out, evaluation = tmp_path / "typed" / "phrases.parquet", tmp_path / "typed" / "evaluation_texts.parquet"
+    suites = {"bench__tasks": ["simlex"], "bench__tune_tasks": ["rw"]}  # the committed word lists
+    stage.run(make_params(**suites), source=source, output=out, metrics=tmp_path / "m.json", evaluation=evaluation)
+    # "intelligent" is a SimLex-999 word: no training phrase
+    assert "intelligent" in pl.read_parquet(evaluation)["text"].to_list()
+    assert json.loads((tmp_path / "m.json").read_text())["leak_dropped_phrases"] == 1
     typed = pl.read_parquet(out)
     assert typed.columns == ["phrase", "lex_type", "freq", "ent_type", "label", "label_id"]
     row = typed.row(0, named=True)
@@ -91,8 +95,9 @@ def test_stage_writes_valid_labels_for_both_backends(make_params, tiny_ner_model
     meta = json.loads((out.parent / "phrases.meta.json").read_text())
     assert meta["backend"] == "spacy" and meta["phrases"] == 4
 
-    params = make_params(typing__backend="transformers", typing__hf_model=str(tiny_ner_model("I-ORG")), base__device="cpu")
-    stage.run(params, source=source, output=out, metrics=tmp_path / "m.json")
+    params = make_params(typing__backend="transformers", typing__hf_model=str(tiny_ner_model("I-ORG")), base__device="cpu",
+                         **suites)
+    stage.run(params, source=source, output=out, metrics=tmp_path / "m.json", evaluation=evaluation)
     assert pl.read_parquet(out)["label"].to_list() == ["NP-ORG", "PP-ORG", "ADJP-ORG", "NP-ORG"]
     metrics = json.loads((tmp_path / "m.json").read_text())
     assert metrics["share_ORG"] == 1.0 and metrics["share_OTHER"] == 0.0

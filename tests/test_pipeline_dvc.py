@@ -45,7 +45,7 @@ def test_dvc_repro_then_noop_then_experiment(tmp_path):
     repo = tmp_path / "repo"
     tracked = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
     for name in tracked:
-        if name.startswith(("data/", "metrics/", "models/")) or name == "dvc.lock":
+        if name.startswith(("data/", "metrics/", "models/")) and not name.startswith("data/reference/") or name == "dvc.lock":
             continue
         (repo / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / name, repo / name)
@@ -91,9 +91,9 @@ def test_dvc_repro_then_noop_then_experiment(tmp_path):
     assert labels["The New York Times"] == "NP-ORG" and labels["in 1968"] == "PP-OTHER"
     assert {"Москва", "東京", "the capital of Japan 🗾", "naïve art"} <= labels.keys()
     variants = pl.read_parquet(repo / "data/augment/variants.parquet")
-    assert set(variants["level"]) == {"char", "token", "phrase", "alias"}
+    assert set(variants["level"]) == {"char", "token", "phrase"}  # train.p_alias is 0: no alias source is built
     augment = json.loads((repo / "metrics/augment.json").read_text())
-    assert augment["alias_geonames_matched"] > 0 and "alias_schwartz_hearst_leak_dropped" in augment
+    assert not [key for key in augment if key.startswith("alias_")] and augment["leak_dropped_alias"] == 0
     assert (variants["variant"] != variants["phrase"]).all()
     negatives = pl.read_parquet(repo / "data/negatives/hard_negatives.parquet")
     assert set(negatives["phrase"]) == set(typed["phrase"])
@@ -111,10 +111,13 @@ def test_dvc_repro_then_noop_then_experiment(tmp_path):
     # one experiment for an upstream and the later stages' params, so it re-runs the DAG from parse to the export
     # once; `average` loads the export it writes, as the benchmarks (which ran above) do
     _run(["dvc", "exp", "run", "-S", "parse.max_words=3", "-S", "negatives.min_edit_sim=0.9", "-S", "train.lr=3e-5",
+          "-S", "train.p_alias=0.1",
           "-S", "model.char_encoder=false", "-S", "model.teacher=null", "-S", "pearl_base.enabled=false", "average",
           "bench_tune_pearl_base"], repo, env)
     diff = json.loads(_run(["dvc", "metrics", "diff", "--json"], repo, env))
     assert diff["metrics/parse.json"]["phrases"]["new"] < diff["metrics/parse.json"]["phrases"]["old"]
+    assert "alias" in set(pl.read_parquet(repo / "data/augment/variants.parquet")["level"])
+    assert diff["metrics/augment.json"]["alias_geonames_matched"]["new"] > 0
     assert yaml.safe_load((repo / "dvc.lock").read_text())["stages"]["candidates"]["params"]["params.yaml"][
         "negatives.min_edit_sim"] == 0.9
     assert (diff["metrics/train.json"]["char_encoder"]["old"], diff["metrics/train.json"]["char_encoder"]["new"]) == (True, False)

@@ -49,10 +49,11 @@ def test_parse_and_typing_on_ray_write_the_local_engines_rows_in_shards(make_par
     written = {}
     for engine in ("local", "ray"):
         params = make_params(engine=engine, parse__n_process=1, ray__num_cpus=2, ray__parse__batch_size=4,
-                             ray__typing__batch_size=3, ray__shard_rows=5)
+                             ray__typing__batch_size=3, ray__shard_rows=5, bench__tasks=["simlex"], bench__tune_tasks=["rw"])
         phrases, typed = tmp_path / f"phrases_{engine}.parquet", tmp_path / f"typed_{engine}.parquet"
         parse_stage.run(params, source=corpus, output=phrases, metrics=tmp_path / f"parse_{engine}.json")
-        typing_stage.run(params, source=phrases, output=typed, metrics=tmp_path / f"typing_{engine}.json")
+        typing_stage.run(params, source=phrases, output=typed, metrics=tmp_path / f"typing_{engine}.json",
+                         evaluation=tmp_path / f"evaluation_{engine}.parquet")
         written[engine] = read_artifact(phrases, PHRASES_SCHEMA), read_artifact(typed, TYPED_PHRASES_SCHEMA)
     assert all(ray.equals(local) for ray, local in zip(written["ray"], written["local"]))
     shards = _shards(tmp_path / "phrases_ray.parquet")  # typing on Ray read parse's shards and wrote its own
@@ -225,8 +226,8 @@ def test_augment_with_its_heads_vectors_and_synonyms_from_ray_actors_writes_the_
     texts = [f"We saw {p} and {q} again." for p, q in zip(phrases, reversed(phrases))] * 3
     pl.DataFrame({"doc_id": ["d"] * len(texts), "sent_id": range(len(texts)), "text": texts}).write_parquet(sentences)
     (tmp_path / "word-sim").mkdir()
-    for name in ("EN-SIMLEX-999.txt", "EN-RW-STANFORD.txt"):  # the test and tune texts aliases must not touch
-        (tmp_path / "word-sim" / name).write_text("desert\tleave\t8\n")
+    evaluation = tmp_path / "evaluation.parquet"  # the test and tune texts aliases must not touch
+    pl.DataFrame({"text": ["desert", "leave"]}).write_parquet(evaluation)
     written = {}
     # batches of 4 phrases, 8 phrases or words per actor call: 2 calls over 2 actors, and the words' embedding
     # synonyms (nearly every word's 3 nearest) in 3 calls; Moby's synonyms of "abandon" judged by both encoders
@@ -234,10 +235,10 @@ def test_augment_with_its_heads_vectors_and_synonyms_from_ray_actors_writes_the_
         params = make_params(engine=engine, model__backbone=str(tiny_encoder), augment__batch_size=4,
                              augment__mined_min_cos=0.5, augment__synonym_threshold=0.01, augment__synonym_topn=3,
                              augment__alias_sources=["moby"], augment__moby_min_cos=-1.0, model__teacher=str(tiny_encoder),
-                             teacher__batch_size=4, bench__tasks=["simlex"], bench__tune_tasks=["rw"],
-                             bench__general_dir=str(tmp_path), ray__num_cpus=2, ray__augment__batch_size=8)
+                             teacher__batch_size=4, train__p_alias=0.1, ray__num_cpus=2, ray__augment__batch_size=8)
         out = tmp_path / engine / "variants.parquet"
-        augment_stage.run(params, source=typed, sentences=sentences, output=out, metrics=tmp_path / f"{engine}.json")
+        augment_stage.run(params, source=typed, sentences=sentences, output=out, metrics=tmp_path / f"{engine}.json",
+                          evaluation=evaluation)
         written[engine] = read_artifact(out, VARIANTS_SCHEMA)
     assert written["ray"].equals(written["local"])
     metrics = json.loads((tmp_path / "ray.json").read_text())

@@ -9,7 +9,8 @@ import polars as pl
 import pytest
 import torch
 
-from pearl.artifacts import HARD_NEGATIVES_SCHEMA, TEACHER_VECTORS_SCHEMA, TYPED_PHRASES_SCHEMA, VARIANTS_SCHEMA
+from pearl.artifacts import (EVALUATION_TEXTS_SCHEMA, HARD_NEGATIVES_SCHEMA, TEACHER_VECTORS_SCHEMA, TYPED_PHRASES_SCHEMA,
+                             VARIANTS_SCHEMA)
 from pearl.errors import PearlError
 from pearl.teacher.vectors import TeacherVectors
 from pearl.train.data import Sampling, TrainingSet
@@ -17,7 +18,7 @@ from pearl.train.loop import loader_workers
 from tests.conftest import ROOT
 
 SCHEMAS = {"typed": TYPED_PHRASES_SCHEMA, "variants": VARIANTS_SCHEMA, "negatives": HARD_NEGATIVES_SCHEMA,
-           "teacher": TEACHER_VECTORS_SCHEMA}
+           "teacher": TEACHER_VECTORS_SCHEMA, "evaluation": EVALUATION_TEXTS_SCHEMA}
 WORDS = ["new", "york", "times", "post", "city", "river", "bank", "art", "cafe", "zurich", "tokyo", "paris"]
 
 
@@ -35,7 +36,8 @@ def _toy_inputs(folder):
         "phrase": [p for p in phrases for _ in range(3)] + ["lonely"],
         "negative": [phrases[(i + k) % len(phrases)] for i in range(len(phrases)) for k in (1, 2, 3)] + [None],
     })
-    paths = {name: folder / f"{name}.parquet" for name in ("typed", "variants", "negatives", "teacher")}
+    paths = {name: folder / f"{name}.parquet" for name in ("typed", "variants", "negatives", "teacher", "evaluation")}
+    pl.DataFrame({"text": ["a test text"]}).write_parquet(paths["evaluation"])
     vectors = rng.normal(size=(len(phrases), 16)).astype(np.float32)
     TeacherVectors("toy-teacher", phrases, vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
                    ).save(paths["teacher"], {})
@@ -141,7 +143,7 @@ def _train(params, toy, out):
     from pearl.train.stage import run_train
 
     out.mkdir(exist_ok=True)
-    inputs = TrainInputs(toy["typed"], toy["variants"], toy["negatives"], toy["teacher"])
+    inputs = TrainInputs(toy["typed"], toy["variants"], toy["negatives"], toy["teacher"], toy["evaluation"])
     numbers = run_train(params, inputs, out / "model", out / "train.json", out / "log.csv")
     return numbers, pl.read_csv(out / "log.csv")
 
@@ -153,7 +155,9 @@ def test_same_seed_same_trace_and_a_crash_resumes_to_the_same_model(make_params,
     params = _params(make_params, tiny_encoder, tmp_path)
     numbers, reference = _train(params, toy, tmp_path / "a")
     assert numbers["steps"] == 6 and reference.height == 6 and not (tmp_path / "ckpt" / "latest.pt").exists()
+    torch.set_num_threads(1)  # as on a machine with another thread count: training uses train.cpu_threads
     _, again = _train(params, toy, tmp_path / "b")
+    assert torch.get_num_threads() == params.train.cpu_threads == numbers["cpu_threads"] == 2
     assert reference.select("step", "loss", "contrastive", "type_loss").equals(again.select("step", "loss", "contrastive", "type_loss"))
     # train.seed alone varies training: equal to base.seed it is the same run, another draws other batches
     _, same = _train(_params(make_params, tiny_encoder, tmp_path, train__seed=params.base.seed), toy, tmp_path / "s1")
@@ -333,7 +337,7 @@ def test_the_inputs_check_reads_the_teacher_vectors_only_where_training_uses_the
     from pearl.train.inputs import TrainInputs
 
     toy["teacher"].unlink()
-    inputs = TrainInputs(toy["typed"], toy["variants"], toy["negatives"], toy["teacher"])
+    inputs = TrainInputs(toy["typed"], toy["variants"], toy["negatives"], toy["teacher"], toy["evaluation"])
     inputs.check(make_params(model__teacher=None))
     inputs.check(make_params(model__teacher="toy-teacher", train__distill_weight=0.0, train__view_min_cos=None))
     for used in ({"train__distill_weight": 1.0}, {"train__distill_weight": 0.0, "train__view_min_cos": 0.5}):

@@ -22,7 +22,7 @@ from rapidfuzz.distance import Levenshtein
 
 from pearl.model_ids import load_failure, resolve_model
 from pearl.params import AugmentParams
-from pearl.scores import at_least, rank
+from pearl.scores import at_least, rank, rounded
 
 _ARTICLES = {"the", "a", "an"}
 _FUNCTION = {"of", "the", "and", "for", "in", "on", "at", "to", "a", "an", "&"}
@@ -96,7 +96,7 @@ def mined_paraphrases(
         if len(members) < 2:
             continue
         block = vectors[members]
-        similarity = block @ block.T
+        similarity = rounded(block @ block.T)
         np.fill_diagonal(similarity, -np.inf)
         ranked = rank(similarity, min(limit, len(members) - 1))
         for row, i in enumerate(members):

@@ -11,11 +11,11 @@ import polars as pl
 import pyarrow as pa
 from tqdm import tqdm
 
-from pearl.artifacts import SENTENCES_SCHEMA, TYPED_PHRASES_SCHEMA, read_artifact, write_artifact, write_json
+from pearl.artifacts import (EVALUATION_TEXTS_SCHEMA, SENTENCES_SCHEMA, TYPED_PHRASES_SCHEMA, read_artifact,
+                             write_artifact, write_json)
 from pearl.augment import aliases, phrase_level, token_level
 from pearl.augment.char_level import CharAugmenter
-from pearl.bench.run import build_context
-from pearl.bench.texts import evaluation_texts
+from pearl.bench.texts import leaked
 from pearl.device import resolve_device
 from pearl.embedder import Embedder
 from pearl.log import Stopwatch, get_logger
@@ -23,12 +23,13 @@ from pearl.model_ids import resolve_model
 from pearl.params import Params, ParseParams
 from pearl.ray_encoding import encode_on_ray
 from pearl.ray_engine import RayRun, RowActor, map_with_actors, ray_session
-from pearl.scores import at_least, rank
+from pearl.scores import at_least, rank, rounded
 from pearl.spacy_models import describe, load_spacy
 from pearl.teacher.stage import build_embedder as teacher_embedder
 
 PHRASES = Path("data/typed/phrases.parquet")
 SENTENCES = Path("data/corpus/sentences.parquet")
+EVALUATION_TEXTS = Path("data/typed/evaluation_texts.parquet")
 OUTPUT = Path("data/augment/variants.parquet")
 METRICS = Path("metrics/augment.json")
 LEVELS = ("char", "token", "phrase", "alias")
@@ -165,7 +166,7 @@ def _judged_moby(params: Params, candidates: dict[str, list[str]], source: Path,
     row = {text: i for i, text in enumerate(phrases + synonyms)}
     shortlist = {}
     for phrase, found in candidates.items():
-        cos = backbone[[row[v] for v in found]] @ backbone[row[phrase]]
+        cos = rounded(backbone[[row[v] for v in found]] @ backbone[row[phrase]])
         shortlist[phrase] = [found[i] for i in rank(cos[None, :], min(a.max_variants_per_method, len(found)))[0]]
     if params.model.teacher is None:
         judge, build, batch = params.model.backbone, partial(backbone_embedder, params), ("augment.batch_size", a.batch_size)
@@ -177,7 +178,7 @@ def _judged_moby(params: Params, candidates: dict[str, list[str]], source: Path,
     row = {text: i for i, text in enumerate(texts)}
     kept = {}
     for phrase, found in shortlist.items():
-        cos = vectors[[row[v] for v in found]] @ vectors[row[phrase]]
+        cos = rounded(vectors[[row[v] for v in found]] @ vectors[row[phrase]])
         if agreed := [v for v, c in zip(found, cos) if at_least(c, a.moby_min_cos)]:
             kept[phrase] = agreed
     counts = {"shortlisted": sum(map(len, shortlist.values())), "kept": sum(map(len, kept.values()))}
@@ -192,15 +193,14 @@ ALIAS_SOURCE_NAMES = {
 }
 
 
-def _alias_variants(params: Params, phrases: list[str], sentences: Path, source: Path,
+def _alias_variants(params: Params, phrases: list[str], sentences: Path, source: Path, blocked: set[str],
                     run: RayRun | None) -> tuple[dict[str, dict[str, list[str]]], dict, dict[str, int]]:
-    """Per source, each corpus phrase's aliases; what the sources are; their counts (leaks dropped among them)."""
+    """Per source, each corpus phrase's aliases; what the sources are; their counts (leaks dropped among them).
+    None are built while train.p_alias is 0: training would not read them."""
     a = params.augment
-    if not a.alias_sources:
+    if not a.alias_sources or params.train.p_alias == 0:
+        log.info("no alias source built: %s", "train.p_alias is 0" if a.alias_sources else "augment.alias_sources is empty")
         return {}, {}, {}
-    clock = Stopwatch()
-    blocked = evaluation_texts(build_context(params, None, ""), (*params.bench.tasks, *params.bench.tune_tasks))
-    clock.report(log, len(blocked), "test_and_tune_texts")
     phrase_of = aliases.phrase_keys(phrases)
     found, counts, described = {}, {}, {}
     for method in a.alias_sources:
@@ -225,21 +225,29 @@ def _alias_variants(params: Params, phrases: list[str], sentences: Path, source:
     return found, described, aliases.describe_counts(counts)
 
 
-def build_variants(params: Params, phrases: list[str], sentences: Path, source: Path) -> tuple[pl.DataFrame, dict, dict]:
+def build_variants(params: Params, phrases: list[str], sentences: Path, source: Path,
+                   blocked: set[str]) -> tuple[pl.DataFrame, dict, dict]:
     """The variants; what made them; and, on Ray, where and how long its actors worked."""
     if params.engine == "local":
-        return *_variants(params, phrases, sentences, source, None), {}
+        return *_variants(params, phrases, sentences, source, blocked, None), {}
     with ray_session(params.ray) as run:
-        variants, sources = _variants(params, phrases, sentences, source, run)
+        variants, sources = _variants(params, phrases, sentences, source, blocked, run)
     return variants, sources, run.metrics()
 
 
-def _variants(params: Params, phrases: list[str], sentences: Path, source: Path,
+def without_leaks(variants: pl.DataFrame, blocked: set[str]) -> tuple[pl.DataFrame, dict[str, int]]:
+    """The variants whose phrase and variant are no test or tune text, and how many were dropped per level."""
+    leak = leaked(variants["phrase"].to_list(), blocked) | leaked(variants["variant"].to_list(), blocked)
+    dropped = Counter(variants.filter(pl.Series(leak))["level"].to_list())
+    return variants.filter(pl.Series(~leak)), {f"leak_dropped_{level}": dropped[level] for level in LEVELS}
+
+
+def _variants(params: Params, phrases: list[str], sentences: Path, source: Path, blocked: set[str],
               run: RayRun | None) -> tuple[pl.DataFrame, dict]:
-    """The variants, and what made them (with the alias sources' counts under `alias_counts`)."""
+    """The variants, and what made them (with the alias sources' and the leak filter's counts under `counts`)."""
     a = params.augment
-    # first: a missing benchmark file or dictionary fails before the minutes of word-level work
-    aliases_of, alias_sources, alias_counts = _alias_variants(params, phrases, sentences, source, run)
+    # first: a missing dictionary fails before the minutes of word-level work
+    aliases_of, alias_sources, alias_counts = _alias_variants(params, phrases, sentences, source, blocked, run)
     char_seed, token_seed = np.random.SeedSequence(params.base.seed).spawn(2)  # independent streams
     rng = np.random.default_rng(token_seed)
     rows: list[tuple[str, str, str, str]] = []
@@ -261,14 +269,15 @@ def _variants(params: Params, phrases: list[str], sentences: Path, source: Path,
                 rows.append((phrase, "phrase", method, v))
     for method, by_phrase in aliases_of.items():
         rows += [(phrase, "alias", method, v) for phrase, kept in by_phrase.items() for v in kept]
-    variants = (
+    variants, leaks = without_leaks(
         pl.DataFrame(rows, schema={"phrase": pl.String, "level": pl.String, "method": pl.String, "variant": pl.String}, orient="row")
         .with_columns(pl.col("variant").str.strip_chars())
         .filter((pl.col("variant") != "") & (pl.col("variant") != pl.col("phrase")))
-        .unique(maintain_order=True)
-    )
+        .unique(maintain_order=True), blocked)
+    # the alias sources drop their leaks before each phrase's cap: counted there
+    leaks["leak_dropped_alias"] += sum(v for k, v in alias_counts.items() if k.endswith("_leak_dropped"))
     sources = {"synonym_vectors": vector_source, "wordnet": "WordNet 3.0 through nltk", "phrase_level": phrase_source,
-               "alias_sources": alias_sources, "alias_counts": alias_counts}
+               "alias_sources": alias_sources, "counts": {**alias_counts, **leaks}}
     return variants, sources
 
 
@@ -283,15 +292,16 @@ def coverage(variants: pl.DataFrame, phrase_count: int) -> dict[str, float]:
 
 
 def run(params: Params, source: Path = PHRASES, sentences: Path = SENTENCES,
-        output: Path = OUTPUT, metrics: Path = METRICS) -> dict:
+        output: Path = OUTPUT, metrics: Path = METRICS, evaluation: Path = EVALUATION_TEXTS) -> dict:
     phrases = read_artifact(source, TYPED_PHRASES_SCHEMA)["phrase"].to_list()
     if params.augment.phrase_backend != "parrot":  # the mined paraphrases need it: fail before the word-level work
         resolve_model(params.model.backbone, "model.backbone")
+    blocked = set(read_artifact(evaluation, EVALUATION_TEXTS_SCHEMA)["text"].to_list())
     clock = Stopwatch()
-    variants, sources, ray_metrics = build_variants(params, phrases, sentences, source)
+    variants, sources, ray_metrics = build_variants(params, phrases, sentences, source, blocked)
     timing = {**clock.report(log, len(phrases), "phrases"), **ray_metrics}
     numbers = {"phrases": len(phrases), "variants": variants.height, **coverage(variants, len(phrases)),
-               **sources.pop("alias_counts")}
+               **sources.pop("counts")}
     write_artifact(variants, output, {"stage": "augment", "seed": params.base.seed, **sources, **numbers},
                    params.shard_rows)
     # Parrot (phrase_backend: parrot) runs here whatever `engine` says

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from pearl.errors import MissingModelError, PearlError
+from pearl.scores import DECIMALS
 
 _WORD = re.compile(r"[^\W\d_]+(?:['’-][^\W\d_]+)*")
 
@@ -143,7 +144,9 @@ def embedding_synonyms(vectors, words: set[str], threshold: float, topn: int) ->
     for word in sorted(words):
         if word not in vectors.key_to_index:
             continue
-        close = [w for w, cos in vectors.most_similar(word, topn=topn) if cos > threshold and w != word]
+        # rounded, ties in vocabulary order (pearl.scores.DECIMALS): float noise must not reorder them
+        scored = [(round(cos, DECIMALS), vectors.key_to_index[w], w) for w, cos in vectors.most_similar(word, topn=topn)]
+        close = [w for cos, _, w in sorted(scored, key=lambda s: (-s[0], s[1])) if cos > threshold and w != word]
         if close:
             found[word] = close
     return found

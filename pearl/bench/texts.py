@@ -6,7 +6,9 @@ Wiki aliases is every Vital Articles title, which is also where the corpus comes
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+
+import numpy as np
 
 from pearl.bench import data
 from pearl.bench.geonames_aliases import fold, load_geonames_aliases
@@ -76,3 +78,8 @@ assert set(TASK_TEXTS) == set(ALL_TASKS + TUNE_TASKS)
 def evaluation_texts(ctx: BenchContext, tasks: tuple[str, ...]) -> set[str]:
     """The folded texts of `tasks` (the params' test and tune suites); a missing file names its param."""
     return {fold(text) for task in dict.fromkeys(tasks) for text in TASK_TEXTS[task](ctx)}
+
+
+def leaked(texts: Iterable[str], blocked: set[str]) -> np.ndarray:
+    """Whether each text, folded, is one of the `blocked` evaluation texts."""
+    return np.fromiter((fold(text) in blocked for text in texts), dtype=bool)

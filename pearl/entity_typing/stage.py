@@ -7,7 +7,9 @@ from pathlib import Path
 import polars as pl
 import pyarrow as pa
 
-from pearl.artifacts import PHRASES_SCHEMA, read_artifact, write_artifact, write_json
+from pearl.artifacts import EVALUATION_TEXTS_SCHEMA, PHRASES_SCHEMA, read_artifact, write_artifact, write_json
+from pearl.bench.run import build_context
+from pearl.bench.texts import evaluation_texts, leaked
 from pearl.entity_typing.coverage import phrase_entity_type
 from pearl.entity_typing.ner import SpacyNER, TransformersNER, build_ner
 from pearl.errors import PearlError
@@ -18,6 +20,7 @@ from pearl.ray_engine import RayRun, RowActor, map_with_actors, ray_session
 
 INPUT = Path("data/phrases/phrases.parquet")
 OUTPUT = Path("data/typed/phrases.parquet")
+EVALUATION_TEXTS = Path("data/typed/evaluation_texts.parquet")
 METRICS = Path("metrics/typing.json")
 
 log = get_logger("typing")
@@ -64,8 +67,24 @@ def entity_types_on_ray(params: Params, texts: list[str], source: Path) -> tuple
     return [found[text] for text in texts], descriptions.pop(), run
 
 
-def run(params: Params, source: Path = INPUT, output: Path = OUTPUT, metrics: Path = METRICS) -> dict:
-    phrases = read_artifact(source, PHRASES_SCHEMA)
+def without_evaluation_texts(params: Params, phrases: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:
+    """The phrases that no test or tune task scores (folded for case and space), and the folded texts
+    of those tasks: no training phrase, view or negative may be one (augment and train read them)."""
+    clock = Stopwatch()
+    blocked = evaluation_texts(build_context(params, None, ""), (*params.bench.tasks, *params.bench.tune_tasks))
+    clock.report(log, len(blocked), "test_and_tune_texts")
+    kept = phrases.filter(pl.Series(~leaked(phrases["phrase"].to_list(), blocked)))
+    if kept.is_empty():
+        raise PearlError(f"typing: all {phrases.height} phrases are test or tune texts (bench.tasks, "
+                         "bench.tune_tasks): nothing is left to train on")
+    return kept, sorted(blocked)
+
+
+def run(params: Params, source: Path = INPUT, output: Path = OUTPUT, metrics: Path = METRICS,
+        evaluation: Path = EVALUATION_TEXTS) -> dict:
+    read = read_artifact(source, PHRASES_SCHEMA)
+    # before the NER: a missing benchmark file fails first, and the dropped phrases are not typed
+    phrases, blocked = without_evaluation_texts(params, read)
     texts = phrases["phrase"].to_list()
     clock = Stopwatch()
     if params.engine == "ray":
@@ -81,6 +100,7 @@ def run(params: Params, source: Path = INPUT, output: Path = OUTPUT, metrics: Pa
     typed = with_labels(phrases, ent_types)
     numbers = {
         "phrases": typed.height,
+        "leak_dropped_phrases": read.height - phrases.height,
         "labels_used": typed["label_id"].n_unique(),
         **shares(typed["ent_type"], ENTITY_TYPES),
     }
@@ -92,6 +112,8 @@ def run(params: Params, source: Path = INPUT, output: Path = OUTPUT, metrics: Pa
         "label_set": f"{len(LEX_TYPES)} lexical x {len(ENTITY_TYPES)} entity types = {len(LABELS)} labels (pearl.labels)",
         **numbers,
     }, params.shard_rows)
+    write_artifact(pl.DataFrame({"text": blocked}, schema={"text": pl.String}), evaluation,
+                   {"stage": "typing", "tasks": [*params.bench.tasks, *params.bench.tune_tasks], "texts": len(blocked)})
     write_json({**numbers, **timing}, metrics)
     log.info("OTHER share %.3f, %d labels used", numbers["share_OTHER"], numbers["labels_used"])
     return numbers

@@ -21,6 +21,7 @@ from pearl.negatives.candidates import (SEARCH_ROWS, CandidateSettings, Neighbou
 from pearl.negatives.hard_negatives import hard_negative_mask
 from pearl.params import Params
 from pearl.ray_engine import RayRun, group_after_actors, ray_session, stream_through_actors
+from pearl.scores import rounded
 from pearl.spacy_models import package_version
 from pearl.teacher.vectors import VECTORS, TeacherVectors
 
@@ -145,6 +146,7 @@ def run_negatives(params: Params, source: Path = PHRASES, candidates: Path = CAN
     n = params.negatives
     clock = Stopwatch()
     cos, encoder = _pair_cosine(params, pairs["phrase"].to_list(), pairs["candidate"].to_list(), teacher)
+    cos = rounded(cos)  # the rule's cut, and the bytes written, do not move with another CPU's float noise
     timing = clock.report(log, pairs.height, "pairs")
     scored = pairs.with_columns(cos=pl.Series(cos, dtype=pl.Float32))
     keep = hard_negative_mask(scored["edit_sim"].to_numpy(), cos, n.rule, n.max_cos, n.margin)

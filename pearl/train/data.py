@@ -16,6 +16,7 @@ import torch
 
 from pearl.artifacts import HARD_NEGATIVES_SCHEMA, TYPED_PHRASES_SCHEMA, VARIANTS_SCHEMA, read_artifact
 from pearl.augment.char_level import CharAugmenter
+from pearl.bench.geonames_aliases import fold
 from pearl.errors import PearlError
 from pearl.teacher.vectors import TeacherVectors
 
@@ -74,18 +75,20 @@ class TrainingSet:
 
     def __init__(self, phrases: list[str], labels: np.ndarray, variants: dict[str, list[list[str]]],
                  negatives: list[list[str]], heldout_fraction: float, seed: int,
-                 teacher: TeacherVectors | None = None):
+                 teacher: TeacherVectors | None = None, blocked: set[str] = frozenset()):
         self.phrases = phrases
         self.labels = labels
         self.variants = variants  # level → per phrase, its cached variants
         self.negatives = negatives
         self.teacher = teacher  # for distillation; None = off
+        self.blocked = blocked  # folded test and tune texts: no character view may be one
         self.train, self.heldout = heldout_split(len(phrases), heldout_fraction, seed)
         self._order_key, self._order = None, self.train
 
     @classmethod
     def load(cls, typed: Path, variants: Path, negatives: Path, heldout_fraction: float, seed: int,
-             teacher: TeacherVectors | None = None, view_filter: ViewFilter | None = None) -> TrainingSet:
+             teacher: TeacherVectors | None = None, view_filter: ViewFilter | None = None,
+             blocked: set[str] = frozenset()) -> TrainingSet:
         table = read_artifact(typed, TYPED_PHRASES_SCHEMA)
         phrases = table["phrase"].to_list()
         if len(phrases) < 4:
@@ -109,7 +112,7 @@ class TrainingSet:
             if phrase in index:
                 negative_lists[index[phrase]].append(negative)
         return cls(phrases, table["label_id"].to_numpy().astype(np.int64), by_level, negative_lists,
-                   heldout_fraction, seed, teacher)
+                   heldout_fraction, seed, teacher, blocked)
 
     def steps_per_epoch(self, batch_size: int) -> int:
         return len(self.train) // batch_size
@@ -167,7 +170,7 @@ class TrainingSet:
                   chars: CharAugmenter) -> tuple[str, str]:
         options = {}
         if probs["char"] > 0:
-            made = list(chars.variants(phrase).values())
+            made = [v for v in chars.variants(phrase).values() if fold(v) not in self.blocked]
             if made:
                 options["char"] = made
         for level in CACHED_LEVELS:

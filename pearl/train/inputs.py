@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from pearl.artifacts import (HARD_NEGATIVES_SCHEMA, TEACHER_VECTORS_SCHEMA, TYPED_PHRASES_SCHEMA, VARIANTS_SCHEMA,
-                             artifact_files)
+from pearl.artifacts import (EVALUATION_TEXTS_SCHEMA, HARD_NEGATIVES_SCHEMA, TEACHER_VECTORS_SCHEMA,
+                             TYPED_PHRASES_SCHEMA, VARIANTS_SCHEMA, artifact_files)
 from pearl.params import Params
 
 
@@ -16,12 +16,13 @@ class TrainInputs:
     variants: Path
     negatives: Path
     teacher: Path
+    evaluation: Path  # the test and tune texts (typing): no character view may be one
 
     def check(self, params: Params) -> None:
         """A missing or unreadable input fails in one line before torch imports (seconds on 2 cores): the files'
         footers and column types are read here, their rows when training loads them."""
         needed = [(self.typed, TYPED_PHRASES_SCHEMA), (self.variants, VARIANTS_SCHEMA),
-                  (self.negatives, HARD_NEGATIVES_SCHEMA)]
+                  (self.negatives, HARD_NEGATIVES_SCHEMA), (self.evaluation, EVALUATION_TEXTS_SCHEMA)]
         if uses_teacher(params):
             needed.append((self.teacher, TEACHER_VECTORS_SCHEMA))
         for path, schema in needed:

@@ -13,6 +13,7 @@ import torch
 from torch.utils.data import DataLoader
 from tqdm import tqdm
 
+from pearl.artifacts import EVALUATION_TEXTS_SCHEMA, read_artifact
 from pearl.cores import available_cores
 from pearl.device import resolve_device
 from pearl.errors import PearlError
@@ -152,6 +153,8 @@ def train(params: Params, inputs: TrainInputs) -> TrainResult:
     if t.grad_cache and world.size > 1:
         raise PearlError("train.grad_cache is single-process only: under torchrun, lower train.batch_size per GPU instead")
     device = torch.device("cuda", world.local_rank) if device_name == "cuda" else torch.device("cpu")
+    if device.type == "cpu":
+        torch.set_num_threads(t.cpu_threads or available_cores())
     precision = precision_for(t.precision, device_name)
     if precision == "bf16" and device_name == "cpu":
         log.warning("bf16 autocast on CPU is slow on most CPUs; train.precision=fp32 is the CPU default")
@@ -160,8 +163,9 @@ def train(params: Params, inputs: TrainInputs) -> TrainResult:
     # the inputs are read and checked before the model loads (seconds), so that a bad one fails at once;
     # they draw from numpy's generators only, so the model's weights do not depend on the order
     teacher, view_filter = teacher_inputs(params, inputs.teacher)
+    blocked = set(read_artifact(inputs.evaluation, EVALUATION_TEXTS_SCHEMA)["text"].to_list())
     data = TrainingSet.load(inputs.typed, inputs.variants, inputs.negatives, t.heldout_fraction, seed,
-                            teacher, view_filter)
+                            teacher, view_filter, blocked)
     per_epoch = data.steps_per_epoch(t.batch_size)
     if per_epoch == 0:
         raise PearlError(f"train.batch_size ({t.batch_size}) exceeds the {len(data.train)} training phrases: lower it")

@@ -21,7 +21,7 @@ from pearl.train.inputs import TrainInputs
 log = get_logger("train")
 
 INPUTS = TrainInputs(Path("data/typed/phrases.parquet"), Path("data/augment/variants.parquet"),
-                     Path("data/negatives/hard_negatives.parquet"), VECTORS)
+                     Path("data/negatives/hard_negatives.parquet"), VECTORS, Path("data/typed/evaluation_texts.parquet"))
 FINETUNED = Path("models/finetuned")
 
 
@@ -52,6 +52,7 @@ def run_train(params: Params, inputs: TrainInputs = INPUTS, out_dir: Path = FINE
         "distill_loss": params.train.distill_loss if data.teacher is not None else "none",
         "device": result.device,
         "precision": result.precision,
+        "cpu_threads": params.train.cpu_threads if result.device == "cpu" else None,
         "world_size": result.world.size,
         "phrases_train": len(data.train),
         "phrases_heldout": len(heldout),

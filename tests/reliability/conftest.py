@@ -210,8 +210,7 @@ def scratch_params(root: Path) -> dict:
     toy_general(data / "general")
     params["corpus"].update(source="files", files=["inputs/corpus.jsonl"])
     params["parse"]["n_process"] = 1
-    params["augment"].update(nltk_data=str(ROOT / "nltk_data"),  # git-ignored: prepared by scripts/setup.sh
-                             alias_sources=[])  # they read the whole tune suite (tests/test_aliases.py)
+    params["augment"]["nltk_data"] = str(ROOT / "nltk_data")  # git-ignored: prepared by scripts/setup.sh
     params["model"].update(teacher=MINILM)
     params["train"].update(batch_size=2, max_steps=6, num_workers=0, checkpoint_every=2)
     params["bench"].update(data_dir="inputs/bench", short_text_dir="inputs/short-text", general_dir="inputs/general",
@@ -243,7 +242,8 @@ def _build(root: Path) -> None:
     tracked = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
                              capture_output=True, text=True, check=True).stdout.split()
     for name in tracked:
-        if name.startswith(("data/", "metrics/", "models/")) and not name.endswith(".gitignore") or name == "dvc.lock":
+        if (name.startswith(("data/", "metrics/", "models/")) and not name.startswith("data/reference/")
+                and not name.endswith(".gitignore") or name == "dvc.lock"):
             continue
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / name, root / name)

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import torch
+from threadpoolctl import threadpool_limits
 
 from pearl.artifacts import HARD_NEGATIVES_SCHEMA, TYPED_PHRASES_SCHEMA, VARIANTS_SCHEMA, read_artifact
 from pearl.augment.char_level import CharAugmenter
@@ -40,6 +41,7 @@ class Sampling:
     batch_size: int
     hard_negatives: int
     level_probs: dict[str, float]
+    blas_threads: int | None = None  # numpy's BLAS threads for the teacher cosines; None: numpy's own
 
 
 @dataclass
@@ -163,7 +165,10 @@ class TrainingSet:
             # a view is scored as its phrase: it should mean what the phrase means
             rows = self.teacher.vectors(anchors + negatives)
             meaning = np.concatenate([rows[: len(anchors)], rows])
-            teacher_cos = rows[: len(anchors)] @ meaning[len(anchors):].T
+            # OpenBLAS splits the product by its thread count, which OMP_NUM_THREADS sets at start-up,
+            # and 1 and 2 threads give other bits: the targets, and so the model, would follow the shell
+            with threadpool_limits(limits=sampling.blas_threads, user_api="blas"):
+                teacher_cos = rows[: len(anchors)] @ meaning[len(anchors):].T
         return anchors + candidates, len(anchors), self.labels[chosen], exclude, teacher_cos, counts
 
     def _positive(self, phrase: str, index: int, probs: dict[str, float], rng: np.random.Generator,

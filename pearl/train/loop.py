@@ -79,7 +79,7 @@ def sampling_for(params: Params) -> Sampling:
     t = params.train
     return Sampling(training_seed(params), t.batch_size, t.hard_negatives,
                     {"char": t.p_char, "token": t.p_token, "phrase": t.p_phrase, "alias": t.p_alias,
-                     "none": t.p_identity})
+                     "none": t.p_identity}, t.cpu_threads or available_cores())
 
 
 def teacher_inputs(params: Params, vectors: Path) -> tuple[TeacherVectors | None, ViewFilter | None]:

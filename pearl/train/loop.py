@@ -75,11 +75,16 @@ def training_seed(params: Params) -> int:
     return params.base.seed if params.train.seed is None else params.train.seed
 
 
+def training_threads(params: Params) -> int:
+    """Torch's CPU threads and numpy's BLAS threads while training: fixed, so that the bytes do not follow the machine."""
+    return params.train.cpu_threads or available_cores()
+
+
 def sampling_for(params: Params) -> Sampling:
     t = params.train
     return Sampling(training_seed(params), t.batch_size, t.hard_negatives,
                     {"char": t.p_char, "token": t.p_token, "phrase": t.p_phrase, "alias": t.p_alias,
-                     "none": t.p_identity}, t.cpu_threads or available_cores())
+                     "none": t.p_identity}, training_threads(params))
 
 
 def teacher_inputs(params: Params, vectors: Path) -> tuple[TeacherVectors | None, ViewFilter | None]:
@@ -154,7 +159,7 @@ def train(params: Params, inputs: TrainInputs) -> TrainResult:
         raise PearlError("train.grad_cache is single-process only: under torchrun, lower train.batch_size per GPU instead")
     device = torch.device("cuda", world.local_rank) if device_name == "cuda" else torch.device("cpu")
     if device.type == "cpu":
-        torch.set_num_threads(t.cpu_threads or available_cores())
+        torch.set_num_threads(training_threads(params))
     precision = precision_for(t.precision, device_name)
     if precision == "bf16" and device_name == "cpu":
         log.warning("bf16 autocast on CPU is slow on most CPUs; train.precision=fp32 is the CPU default")

@@ -410,6 +410,9 @@ def join(
         help="choose the scoring and cut per pair of tables for this estimated precision (AutoFJ's estimate, no "
              "labels); score becomes each join's estimated probability [default: 0.9 unless --threshold, "
              "--calibration-quantile or --string-weight is given]")] = None,
+    sample: Annotated[int, typer.Option(
+        help="right rows the join functions and cuts are chosen on, drawn at random from a larger right table; "
+             "the choice then joins every row, a chunk at a time")] = 20_000,
     explain: Annotated[bool, typer.Option(help="print the score distribution and the chosen cut")] = False,
 ) -> None:
     """Fuzzy join: each RIGHT row gets its best LEFT row, by join functions and a cut chosen for precision 0.9."""
@@ -425,7 +428,7 @@ def join(
             raise PearlError(f"--how {how!r}: inner or left")
         left_df, right_df = read_table(left), read_table(right)
         matches = best_matches(left_df, right_df, left_on, right_on, model, threshold, string_weight, candidates,
-                               calibration_quantile, precision_target)
+                               calibration_quantile, precision_target, sample)
         if explain:
             typer.echo(explain_scores(matches))
         if out is not None:

@@ -122,6 +122,7 @@ def _verb_commands(folder, model, index) -> dict[str, list[str]]:
     ("link", ["--column", "nme"], "the mentions table has no column 'nme'"),
     ("join", ["--threshold", "7"], "--threshold 7.0: a cosine score lies in [-1, 1]"),
     ("join", ["--candidates", "0"], "--candidates 0: at least 1"),
+    ("join", ["--sample", "0"], "--sample 0: at least 1 right row to choose on"),
     ("join", ["--string-weight", "2"], "--string-weight 2.0: a weight in [0, 1]"),
     ("join", ["--calibration-quantile", "2"], "--calibration-quantile 2.0: a quantile in [0, 1]"),
     ("join", ["--precision-target", "0"], "--precision-target 0.0: a precision in (0, 1]"),

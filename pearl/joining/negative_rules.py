@@ -37,7 +37,6 @@ class NegativeRules:
     """The token pairs that tell two left names apart, learned from pairs of left names (rows of `tokens`)."""
 
     def __init__(self, tokens: list[frozenset[str]], a: np.ndarray, b: np.ndarray):
-        self.tokens = tokens
         self.pairs: set[tuple[str, str]] = set()
         for i, j in zip(a.tolist(), b.tolist()):
             only_i, only_j = tokens[i] - tokens[j], tokens[j] - tokens[i]
@@ -46,11 +45,11 @@ class NegativeRules:
                 (x,), (y,) = only_i, only_j
                 self.pairs |= {(x, y), (y, x)}
 
-    def allowed(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        """Per pair of rows, False where their token differences hold a learned pair."""
+    def allowed(self, tokens: list[frozenset[str]], a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """Per pair of rows of `tokens`, False where their token differences hold a learned pair."""
         if not self.pairs:
             return np.ones(len(a), dtype=bool)
-        return np.fromiter((not self._breaks(self.tokens[i], self.tokens[j]) for i, j in zip(a.tolist(), b.tolist())),
+        return np.fromiter((not self._breaks(tokens[i], tokens[j]) for i, j in zip(a.tolist(), b.tolist())),
                            dtype=bool, count=len(a))
 
     def _breaks(self, first: frozenset[str], second: frozenset[str]) -> bool:

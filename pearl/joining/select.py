@@ -30,11 +30,13 @@ all-MiniLM-L6-v2, for 0.011 and 0.008 of precision (docs/measurements.md#join-wi
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
+from tqdm import tqdm
 
 from pearl.cores import available_cores
 from pearl.joining import set_measures
@@ -47,6 +49,9 @@ STRING_SIGNALS = ("char3", "tokens", "token_set", "ratio", "jaro_winkler") + set
 MIXES = (0.25, 0.5, 0.75)  # the cosine's share in a mix with one string signal
 THRESHOLDS = 50  # candidate cuts per function: quantiles of its best scores
 PATIENCE = 0.05  # AutoFJ's: the union grows until its estimated precision falls this far below the target
+SAMPLE = 20_000  # right names the union is chosen on; more are joined by applying it (see choose)
+SAMPLE_SEED = 0
+CHUNK = 20_000  # right names scored at once when a union chosen on a sample is applied
 
 
 @dataclass(frozen=True)
@@ -62,6 +67,8 @@ class Choice:
     negative_rules: int = 0  # token pairs learned from the left table
     ruled_out: int = 0  # candidate pairs (right name, left name) they struck
     joined_by: dict[str, int] = field(default_factory=dict)  # right names per join function that gave their join
+    sample: int = 0  # right names the union was chosen on
+    encode_seconds: float = 0.0  # of the encoder, within the choice and the join
 
 
 class _Union(NamedTuple):
@@ -93,22 +100,76 @@ def join_functions(with_cosine: bool) -> dict[str, dict[str, float]]:
     return functions
 
 
-class Signals:
-    """The names' vectors for every signal, and the signals of any pairs of them."""
+class Vocabulary:
+    """What the signals learn from both whole tables: the 3-gram and word TF-IDF vectorizers, the stem vocabulary
+    and, for the set measures' IDF, how many names hold each stem and 3-gram. Fitted on every name, so that a
+    right name's signals are the same whether the choice reads it or the join applies to it."""
 
-    def __init__(self, left: list[str], right: list[str], encoder: EmbeddingEncoder | None):
+    def __init__(self, names: list[str], keep: bool = False):
+        """`keep`: also keep the names' features as fitting computes them (`fitted`). sklearn's `transform` sums
+        a row's weights in another order, which moved two of the 50 AutoFJ joins by a last bit."""
         from sklearn.feature_extraction.text import CountVectorizer, TfidfVectorizer
 
-        both = left + right
-        self.texts = both
+        self.char3 = TfidfVectorizer(analyzer="char_wb", ngram_range=(3, 3), lowercase=True)
+        self.tokens = TfidfVectorizer(analyzer="word", token_pattern=r"(?u)\b\w+\b", lowercase=True)
+        self.stems = CountVectorizer(analyzer=sorted, binary=True)
+        stems = token_sets(names)
+        fitted = {"char3": self.char3.fit_transform(names).tocsr(), "tokens": self.tokens.fit_transform(names).tocsr(),
+                  "words": self.stems.fit_transform(stems).tocsr(), "stems": stems}
+        self.names_with = {"3-grams": fitted["char3"].getnnz(axis=0), "words": fitted["words"].getnnz(axis=0)}
+        self.n_names = len(names)
+        self.fitted = fitted if keep else None
+
+    def features(self, names: list[str], rows: slice | None) -> dict:
+        """The 3-gram and word TF-IDF vectors, the stems and their 0/1 vectors of `names`: the fitted names' `rows`
+        where those were kept."""
+        if self.fitted is not None and rows is not None:
+            return {name: part[rows] for name, part in self.fitted.items()}
+        stems = token_sets(names)
+        return {"char3": self.char3.transform(names).tocsr(), "tokens": self.tokens.transform(names).tocsr(),
+                "stems": stems, "words": self.stems.transform(stems).tocsr()}
+
+
+class Signals:
+    """The names' vectors for every signal, and the signals of any pairs of them. Rows are the left names, then
+    the right ones; `set_right` swaps the right names, keeping the left side's vectors and search structures."""
+
+    def __init__(self, left: list[str], right: list[str], encoder: EmbeddingEncoder | None,
+                 vocabulary: Vocabulary | None = None):
+        self.vocabulary = vocabulary or Vocabulary(left + right, keep=True)
+        self.encoder = encoder
+        self.encode_seconds = 0.0
         self.n_left = len(left)
-        self.char3 = TfidfVectorizer(analyzer="char_wb", ngram_range=(3, 3), lowercase=True).fit_transform(both).tocsr()
-        self.tokens = TfidfVectorizer(analyzer="word", token_pattern=r"(?u)\b\w+\b", lowercase=True).fit_transform(both).tocsr()
-        self.vectors = None if encoder is None else np.ascontiguousarray(encoder.encode(both), dtype=np.float32)
-        self.left_char3_t = self.char3[: self.n_left].T.tocsr()  # the right-hand side of every 3-gram search
-        self.stems = token_sets(both)
-        self.sets = set_measures.SetMeasures(CountVectorizer(analyzer=sorted, binary=True).fit_transform(self.stems),
-                                             self.char3 > 0)
+        vectors = self._encode(left + right)  # in one call, as the vectors of a choice without a sample always were
+        self._left = {"texts": left, "vectors": None if vectors is None else vectors[: self.n_left],
+                      **self.vocabulary.features(left, slice(0, self.n_left))}
+        self.left_char3_t = self._left["char3"].T.tocsr()  # the right-hand side of every 3-gram search
+        self._faiss = None
+        self._set_right(right, None if vectors is None else vectors[self.n_left:], slice(self.n_left, None))
+
+    def _encode(self, names: list[str]) -> np.ndarray | None:
+        if self.encoder is None:
+            return None
+        started = time.perf_counter()
+        vectors = np.ascontiguousarray(self.encoder.encode(names), dtype=np.float32)
+        self.encode_seconds += time.perf_counter() - started
+        return vectors
+
+    def set_right(self, right: list[str]) -> None:
+        """Swap in these right names, which the vocabulary was fitted on but did not keep."""
+        self._set_right(right, self._encode(right), None)
+
+    def _set_right(self, right: list[str], vectors: np.ndarray | None, fitted_rows: slice | None) -> None:
+        from scipy import sparse
+
+        features = self.vocabulary.features(right, fitted_rows)
+        both = {name: sparse.vstack([self._left[name], part]).tocsr() for name, part in features.items()
+                if name in ("char3", "tokens", "words")}
+        self.texts = self._left["texts"] + right
+        self.char3, self.tokens, self.stems = both["char3"], both["tokens"], self._left["stems"] + features["stems"]
+        self.vectors = None if self.encoder is None else np.concatenate([self._left["vectors"], vectors])
+        self.sets = set_measures.SetMeasures(both["words"], self.char3 > 0, self.vocabulary.names_with,
+                                             self.vocabulary.n_names)
 
     def nearest_left(self, rows: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """Candidate pairs (row, left row): each row's k nearest left names by the encoder, and by 3-gram
@@ -120,26 +181,39 @@ class Signals:
         top = sp_matmul_topn(self.char3[rows], self.left_char3_t, top_n=k, n_threads=available_cores())
         found = [np.stack([np.repeat(rows, np.diff(top.indptr)), top.indices], axis=1)]
         if self.vectors is not None:
-            import faiss
-
-            index = faiss.IndexFlatIP(self.vectors.shape[1])
-            index.add(self.vectors[: self.n_left])
-            found.append(np.stack([np.repeat(rows, k), index.search(self.vectors[rows], k)[1].ravel()], axis=1))
+            found.append(np.stack([np.repeat(rows, k), self._left_index().search(self.vectors[rows], k)[1].ravel()],
+                                  axis=1))
         pairs = np.unique(np.concatenate(found), axis=0)
+        pairs = pairs[pairs[:, 1] >= 0]  # HNSW may find fewer than k
         return pairs[:, 0], pairs[:, 1]
 
-    def of_pairs(self, a: np.ndarray, b: np.ndarray) -> dict[str, np.ndarray]:
+    def _left_index(self):
+        """The left vectors' faiss index: exact, or HNSW past Index's exact_below names, as `pearl index` builds."""
+        if self._faiss is None:
+            from pearl.index.phrase_index import IndexSettings, new_faiss_index
+
+            settings = IndexSettings()
+            self._faiss = new_faiss_index(self._left["vectors"].shape[1], self.n_left < settings.exact_below, settings)
+            self._faiss.add(self._left["vectors"])
+        return self._faiss
+
+    def of_pairs(self, a: np.ndarray, b: np.ndarray, only: set[str] | None = None) -> dict[str, np.ndarray]:
+        """Every signal of the pairs (rows a[i], b[i]), or those named in `only`."""
         from rapidfuzz import fuzz, process, utils
         from rapidfuzz.distance import JaroWinkler
 
+        wanted = (lambda name: only is None or name in only)
         first, second = [self.texts[i] for i in a], [self.texts[i] for i in b]
-        signals = {"char3": _row_dots(self.char3, a, b), "tokens": _row_dots(self.tokens, a, b),
-                   **self.sets.of_pairs(a, b)}
+        signals = {name: _row_dots(matrix, a, b) for name, matrix in (("char3", self.char3), ("tokens", self.tokens))
+                   if wanted(name)}
+        if any(wanted(name) for name in set_measures.SIGNALS):
+            signals.update((name, values) for name, values in self.sets.of_pairs(a, b).items() if wanted(name))
         for name, scorer, scale in (("token_set", fuzz.token_set_ratio, 100.0), ("ratio", fuzz.ratio, 100.0),
                                     ("jaro_winkler", JaroWinkler.normalized_similarity, 1.0)):
-            signals[name] = process.cpdist(first, second, scorer=scorer, processor=utils.default_process,
-                                           workers=-1) / scale
-        if self.vectors is not None:
+            if wanted(name):
+                signals[name] = process.cpdist(first, second, scorer=scorer, processor=utils.default_process,
+                                               workers=-1) / scale
+        if self.vectors is not None and wanted("cosine"):
             signals["cosine"] = np.einsum("ij,ij->i", self.vectors[a], self.vectors[b])
         return {name: np.clip(values, 0.0, 1.0) for name, values in signals.items()}
 
@@ -149,21 +223,85 @@ def _row_dots(matrix, a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def choose(left: list[str], right: list[str], encoder: EmbeddingEncoder | None, precision_target: float = 0.9,
-           candidates: int = 10) -> Choice:
+           candidates: int = 10, sample: int | None = SAMPLE) -> Choice:
     """AutoFJ's union of configurations for `precision_target`. `encoder` None: the string signals alone.
+    Past `sample` right names (None: never), the union is chosen on `sample` of them drawn at random (seed
+    SAMPLE_SEED) and then applied to all, CHUNK at a time: memory grows with the sample, not with the table.
     Where no union reaches the target, nothing is joined (`reached_target` False), and `estimated_precision`
     is the highest that one configuration reaches."""
-    configurations, rules, ruled_out = _configurations(left, right, encoder, candidates)
+    sampled = sample is not None and len(right) > sample
+    rows = (np.sort(np.random.default_rng(SAMPLE_SEED).choice(len(right), sample, replace=False)) if sampled
+            else np.arange(len(right)))
+    signals = (Signals(left, [right[i] for i in rows], encoder, Vocabulary(left + right)) if sampled
+               else Signals(left, right, encoder))
+    left_pairs = _LeftPairs(signals, candidates)
+    configurations, ruled_out = _configurations(signals, left_pairs, candidates)
     union = _greedy_union(configurations, precision_target)
     if not union.configurations:
         joined = configurations.precision > 0
         means = configurations.precision.sum(axis=1) / np.maximum(joined.sum(axis=1), 1)
         best = float(means.max()) if len(means) else 0.0
-        return Choice([], best, 0.0, np.full(len(right), -1), np.zeros(len(right)), False, rules, ruled_out)
-    sources = configurations.function[union.source[union.source >= 0]]
-    joined_by = {configurations.functions[f]: n for f, n in Counter(sources.tolist()).most_common()}
-    return Choice(union.configurations, union.estimate, float(union.precision.sum()), union.left_row, union.precision,
-                  True, rules, ruled_out, joined_by)
+        return Choice([], best, 0.0, np.full(len(right), -1), np.zeros(len(right)), False, len(left_pairs.rules.pairs),
+                      ruled_out, sample=len(rows), encode_seconds=signals.encode_seconds)
+    if sampled:
+        left_row, precision, source, ruled_out = apply(union.configurations, signals, left_pairs, right, candidates)
+        sources = [union.configurations[c][0] for c in source[source >= 0]]
+    else:
+        left_row, precision, source = union.left_row, union.precision, union.source
+        sources = [configurations.functions[f] for f in configurations.function[source[source >= 0]]]
+    return Choice(union.configurations, union.estimate, float(precision.sum()), left_row, precision, True,
+                  len(left_pairs.rules.pairs), ruled_out, dict(Counter(sources).most_common()), len(rows),
+                  signals.encode_seconds)
+
+
+class _LeftPairs:
+    """Each left name's candidate neighbours among the left names, the negative rules learned from them, and
+    per join function the neighbours' scores (AutoFJ's evidence of how close two different left names come)."""
+
+    def __init__(self, signals: Signals, candidates: int):
+        a, b = signals.nearest_left(np.arange(signals.n_left), candidates + 1)
+        own = a != b
+        self.a, self.b = a[own], b[own]
+        self.rules = NegativeRules(signals.stems, self.a, self.b)
+        self.n_left = signals.n_left
+        self._signals = signals.of_pairs(self.a, self.b)
+
+    def neighbour_scores(self, weights: dict[str, float]) -> np.ndarray:
+        """Per left name, its candidate neighbours' scores by the join function of these weights."""
+        return _neighbour_scores(self.a, sum(w * self._signals[s] for s, w in weights.items()), self.n_left)
+
+
+def apply(configurations: list[tuple[str, float]], signals: Signals, left_pairs: _LeftPairs, right: list[str],
+          candidates: int, chunk: int = CHUNK) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """The union of these configurations over every right name, `chunk` at a time, as `_greedy_union` builds it:
+    per right name, its left row, its join's estimated precision (0: none), the configuration that gave it (-1:
+    none), and the candidate pairs the negative rules struck. Memory: the left side and one chunk."""
+    weights = join_functions(signals.vectors is not None)
+    used = {function: weights[function] for function, _ in configurations}
+    needed = {signal for w in used.values() for signal in w}
+    neighbours = {function: left_pairs.neighbour_scores(w) for function, w in used.items()}
+    left_row, best = np.full(len(right), -1), np.zeros(len(right), dtype=np.float32)
+    source, ruled_out = np.full(len(right), -1), 0
+    with tqdm(total=len(right), desc="join", unit=" names", mininterval=2, disable=len(right) <= chunk) as progress:
+        for start in range(0, len(right), chunk):
+            names = right[start:start + chunk]
+            signals.set_right(names)
+            a, b = signals.nearest_left(np.arange(signals.n_left, signals.n_left + len(names)), candidates)
+            allowed = left_pairs.rules.allowed(signals.stems, a, b)
+            ruled_out += int((~allowed).sum())
+            a, b = a[allowed], b[allowed]
+            pairs = signals.of_pairs(a, b, needed)
+            joins = {function: _best_per_right(a - signals.n_left, b, sum(v * pairs[s] for s, v in w.items()),
+                                               len(names)) for function, w in used.items()}
+            chunk_row, chunk_best, chunk_source = (part[start:start + len(names)] for part in (left_row, best, source))
+            for c, (function, threshold) in enumerate(configurations):  # views: these write into the whole arrays
+                row, score = joins[function]
+                close = (neighbours[function][row] >= 1 - 2 * (1 - threshold)).sum(axis=1)
+                p = np.where(score >= threshold, 1.0 / (1.0 + close), 0.0).astype(np.float32)
+                likelier = p > chunk_best
+                chunk_row[likelier], chunk_best[likelier], chunk_source[likelier] = row[likelier], p[likelier], c
+            progress.update(len(names))
+    return left_row, best.astype(np.float64), source, ruled_out
 
 
 def _greedy_union(configurations: _Configurations, target: float) -> _Union:
@@ -213,26 +351,20 @@ def _greedy_union(configurations: _Configurations, target: float) -> _Union:
     return kept
 
 
-def _configurations(left: list[str], right: list[str], encoder: EmbeddingEncoder | None, candidates: int,
-                    functions: dict[str, dict[str, float]] | None = None) -> tuple[_Configurations, int, int]:
-    """Every join function (default: `join_functions`) at each of its candidate cuts, with each right name's join
-    and its estimated precision; the number of negative rules learned, and of candidate pairs they struck."""
-    signals = Signals(left, right, encoder)
-    n_left = len(left)
-    ll_a, ll_b = signals.nearest_left(np.arange(n_left), candidates + 1)
-    own = ll_a != ll_b
-    ll_a, ll_b = ll_a[own], ll_b[own]
-    rules = NegativeRules(signals.stems, ll_a, ll_b)
-    lr_a, lr_b = signals.nearest_left(np.arange(n_left, n_left + len(right)), candidates)
-    allowed = rules.allowed(lr_a, lr_b)
+def _configurations(signals: Signals, left_pairs: _LeftPairs, candidates: int,
+                    functions: dict[str, dict[str, float]] | None = None) -> tuple[_Configurations, int]:
+    """Every join function (default: `join_functions`) at each of its candidate cuts, with each right name of
+    `signals` its join and its estimated precision; and the number of candidate pairs the negative rules struck."""
+    n_left, n_right = signals.n_left, len(signals.texts) - signals.n_left
+    lr_a, lr_b = signals.nearest_left(np.arange(n_left, n_left + n_right), candidates)
+    allowed = left_pairs.rules.allowed(signals.stems, lr_a, lr_b)
     lr_a, lr_b = lr_a[allowed], lr_b[allowed]
     lr = signals.of_pairs(lr_a, lr_b)
-    ll = signals.of_pairs(ll_a, ll_b)
     names, left_rows, function, thresholds, precision = [], [], [], [], []
-    for name, weights in (functions or join_functions(encoder is not None)).items():
-        left_row, score = _best_per_right(lr_a - n_left, lr_b, sum(w * lr[s] for s, w in weights.items()), len(right))
+    for name, weights in (functions or join_functions(signals.vectors is not None)).items():
+        left_row, score = _best_per_right(lr_a - n_left, lr_b, sum(w * lr[s] for s, w in weights.items()), n_right)
         # the candidate neighbours' scores of each right name's left name
-        neighbours = _neighbour_scores(ll_a, sum(w * ll[s] for s, w in weights.items()), n_left)[left_row]
+        neighbours = left_pairs.neighbour_scores(weights)[left_row]
         cuts = [t for t in np.unique(np.quantile(score, np.linspace(0, 1, THRESHOLDS))) if t > 0]  # 0: shares nothing
         for threshold in cuts:
             # another left name within twice the join's distance of its left name: 1 − s' ≤ 2 (1 − t)
@@ -243,8 +375,8 @@ def _configurations(left: list[str], right: list[str], encoder: EmbeddingEncoder
         names.append(name)
         left_rows.append(left_row)
     configurations = _Configurations(names, np.array(left_rows), np.array(function, dtype=np.int64),
-                                     np.array(thresholds), np.array(precision).reshape(len(thresholds), len(right)))
-    return configurations, len(rules.pairs), int((~allowed).sum())
+                                     np.array(thresholds), np.array(precision).reshape(len(thresholds), n_right))
+    return configurations, int((~allowed).sum())
 
 
 def _best_per_right(right: np.ndarray, left: np.ndarray, score: np.ndarray, n_right: int) -> tuple[np.ndarray, np.ndarray]:

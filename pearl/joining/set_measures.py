@@ -26,13 +26,14 @@ SIGNALS = tuple(f"{measure}({elements}, {weight})" for measure in MEASURES for e
 class SetMeasures:
     """The similarities of any pairs of names, given their sets as 0/1 sparse matrices with one row per name."""
 
-    def __init__(self, words, grams):
+    def __init__(self, words, grams, names_with: dict[str, np.ndarray], n_names: int):
+        """`names_with`: per set kind ("words", "3-grams"), how many of the `n_names` names of both tables hold each
+        element (the IDF's counts, from both whole tables even where these rows are a part of them)."""
         self.sets = {"words": sparse.csr_matrix(words, dtype=np.float64),
                      "3-grams": sparse.csr_matrix(grams, dtype=np.float64)}
         self.weighted, self.totals = {}, {}
         for elements, matrix in self.sets.items():
-            names_with = np.asarray(matrix.sum(axis=0)).ravel()
-            idf = np.log((1 + matrix.shape[0]) / (1 + names_with)) + 1  # sklearn's smoothed IDF
+            idf = np.log((1 + n_names) / (1 + names_with[elements].astype(np.float64))) + 1  # sklearn's smoothed IDF
             for weight, weighted in (("uniform", matrix), ("idf", (matrix @ sparse.diags(idf)).tocsr())):
                 self.weighted[elements, weight], self.totals[elements, weight] = weighted, _row_sums(weighted)
 

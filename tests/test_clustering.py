@@ -1,0 +1,59 @@
+"""`--threshold` clustering through the neighbour graph (pearl.clustering.cluster): the all-pairs average
+linkage's clusters, past the 20K names that all pairs allowed, and one line when a group is too large."""
+
+import logging
+
+import numpy as np
+import pytest
+
+from pearl.clustering import cluster as clustering
+from pearl.errors import PearlError
+from pearl.index.encoder import StringEncoder
+
+
+def _partition(labels) -> list[tuple[int, ...]]:
+    groups: dict[int, list[int]] = {}
+    for row, label in enumerate(labels):
+        groups.setdefault(int(label), []).append(row)
+    return sorted(tuple(group) for group in groups.values())
+
+
+def test_the_neighbour_graph_gives_the_clusters_of_average_linkage_over_all_pairs(tiny_text_encoder):
+    from sklearn.cluster import AgglomerativeClustering
+
+    rng = np.random.default_rng(3)
+    stems = ["".join(rng.choice(list("abcdefghij"), 5)) for _ in range(60)]
+    texts = list(dict.fromkeys(f"{rng.choice(stems)} {rng.choice(stems)[:int(rng.integers(2, 6))]}" for _ in range(400)))
+    vectors = tiny_text_encoder.encode(texts)
+    cosines = vectors @ vectors.T
+    for threshold in np.quantile(cosines[np.triu_indices(len(texts), 1)], [0.995, 0.999]):
+        labels, representatives = clustering.cluster_labels(texts, tiny_text_encoder, None, float(threshold))
+        every_pair = AgglomerativeClustering(n_clusters=None, metric="cosine", linkage="average",
+                                             distance_threshold=1 - threshold + 1e-6).fit_predict(vectors)
+        assert _partition(labels) == _partition(every_pair)
+        assert max(map(len, _partition(labels))) >= 3  # the thresholds leave groups to average, not only pairs
+        for label, member in enumerate(representatives):
+            assert labels[member] == label
+
+
+def test_string_clusters_more_names_than_all_pairs_could_hold():
+    rng = np.random.default_rng(5)
+    words = list(dict.fromkeys("".join(rng.choice(list("abcdefghijklmnopqrstuvwxyz"), 7)) for _ in range(11_000)))
+    texts = words + [word.upper() for word in words]  # the same 3-gram set as its lower-case twin
+    labels, _ = clustering.cluster_labels(texts, StringEncoder(), None, 0.9)
+    assert len(texts) > 20_000
+    assert (labels[: len(words)] == labels[len(words):]).all()
+    assert len(set(labels.tolist())) == len(words)  # random 7-letter words share no group at Jaccard 0.9
+
+
+def test_a_group_past_the_limit_is_one_line_and_a_crowded_name_is_logged(monkeypatch, caplog):
+    texts = ["acme corp", "acme corp.", "acme corps", "acme co", "acme corp inc"]
+    monkeypatch.setattr(clustering, "MAX_COMPONENT", 3)
+    with pytest.raises(PearlError, match=r"^--threshold 0.5 connects 5 names into one group, .*: raise --threshold$"):
+        clustering.cluster_labels(texts, StringEncoder(), None, 0.5)
+    monkeypatch.setattr(clustering, "MAX_COMPONENT", 20_000)
+    monkeypatch.setattr(clustering, "NEIGHBOURS", 1)
+    with caplog.at_level(logging.INFO, logger="pearl.cluster"):
+        labels, _ = clustering.cluster_labels(texts, StringEncoder(), None, 0.5)
+    assert "names have more than 1 neighbours at or above 0.5" in caplog.text
+    assert len(set(labels.tolist())) == 1  # every name still reaches the group through its nearest

@@ -57,3 +57,19 @@ def test_a_group_past_the_limit_is_one_line_and_a_crowded_name_is_logged(monkeyp
         labels, _ = clustering.cluster_labels(texts, StringEncoder(), None, 0.5)
     assert "names have more than 1 neighbours at or above 0.5" in caplog.text
     assert len(set(labels.tolist())) == 1  # every name still reaches the group through its nearest
+
+
+def test_close_pairs_are_every_pair_at_the_threshold_in_products_of_any_number_of_rows(monkeypatch):
+    from pearl.index import trigrams
+
+    rng = np.random.default_rng(7)
+    stems = ["".join(rng.choice(list("abcdef"), 4)) for _ in range(30)]
+    texts = list(dict.fromkeys(f"{rng.choice(stems)} {rng.choice(stems)}" for _ in range(300)))
+    jaccard = trigrams.jaccard_matrix(texts, texts)
+    np.fill_diagonal(jaccard, 0.0)
+    expected = sorted(zip(*np.nonzero(jaccard >= 0.5)))
+    for rows_per_product in (50_000, 7):
+        monkeypatch.setattr(trigrams, "_PRODUCT_ROWS", rows_per_product)
+        rows, columns, scores, crowded = trigrams.NameSets(texts).close_pairs(0.5, len(texts))
+        assert sorted(zip(rows.tolist(), columns.tolist())) == [(int(a), int(b)) for a, b in expected]
+        assert np.allclose(scores, jaccard[rows, columns]) and crowded == 0

@@ -17,6 +17,8 @@ from pearl.scores import at_least, rank, tied_with_best
 # a block's dense scores stay about 64 MB however many names there are
 _BLOCK_CELLS = 2**24
 _MAX_BLOCK = 512
+# rows of one top-n product in close_pairs: its result, rows × neighbours entries, stays some hundred MB
+_PRODUCT_ROWS = 50_000
 
 
 def _vectorizer():
@@ -80,16 +82,24 @@ class NameSets:
         from sparse_dot_topn import sp_matmul_topn
 
         unit = normalize(self.sets.astype(np.float64))
-        # sparse_dot_topn keeps values above its threshold: a hair below the cut, then the exact Jaccard decides
-        top = sp_matmul_topn(unit, unit.T.tocsr(), top_n=neighbours + 1, threshold=threshold - 1e-3,
-                             n_threads=available_cores()).tocoo()
-        full = int((np.diff(top.tocsr().indptr) > neighbours).sum())
-        other = top.row != top.col
-        rows, columns, cosine = top.row[other], top.col[other], top.data[other]
-        intersection = np.rint(cosine * np.sqrt(self.sizes[rows].astype(np.float64) * self.sizes[columns])).astype(np.float32)
-        jaccard = _jaccard(intersection, self.sizes[rows], self.sizes[columns])
-        close = at_least(jaccard, threshold)
-        return rows[close].astype(np.int64), columns[close].astype(np.int64), jaccard[close], full
+        right = unit.T.tocsr()
+        found, full = [], 0
+        for start in range(0, len(self), _PRODUCT_ROWS):  # each product's top n per row, then only the close pairs kept
+            # sparse_dot_topn keeps values above its threshold: a hair below the cut, then the exact Jaccard decides
+            top = sp_matmul_topn(unit[start:start + _PRODUCT_ROWS], right, top_n=neighbours + 1,
+                                 threshold=threshold - 1e-3, n_threads=available_cores())
+            full += int((np.diff(top.indptr) > neighbours).sum())
+            top = top.tocoo()
+            rows, columns = top.row.astype(np.int64) + start, top.col.astype(np.int64)
+            other = rows != columns
+            rows, columns, cosine = rows[other], columns[other], top.data[other]
+            intersection = np.rint(cosine * np.sqrt(self.sizes[rows].astype(np.float64) * self.sizes[columns]))
+            jaccard = _jaccard(intersection.astype(np.float32), self.sizes[rows], self.sizes[columns])
+            close = at_least(jaccard, threshold)
+            found.append((rows[close], columns[close], jaccard[close]))
+        rows, columns, jaccard = (np.concatenate(part) for part in zip(*found)) if found else (
+            np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32))
+        return rows, columns, jaccard, full
 
     def top_k(self, queries: list[str], k: int) -> tuple[np.ndarray, np.ndarray]:
         """(scores, rows), each (len(queries), min(k, len(names))), best first; ties by row (pearl.scores.rank)."""

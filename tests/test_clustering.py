@@ -73,3 +73,20 @@ def test_close_pairs_are_every_pair_at_the_threshold_in_products_of_any_number_o
         rows, columns, scores, crowded = trigrams.NameSets(texts).close_pairs(0.5, len(texts))
         assert sorted(zip(rows.tolist(), columns.tolist())) == [(int(a), int(b)) for a, b in expected]
         assert np.allclose(scores, jaccard[rows, columns]) and crowded == 0
+
+
+def test_string_clusters_are_scikit_learns_average_linkage_over_all_pairs():
+    from sklearn.cluster import AgglomerativeClustering
+
+    from pearl.index import trigrams
+
+    rng = np.random.default_rng(11)
+    stems = ["".join(rng.choice(list("abcdefg"), 4)) for _ in range(25)]
+    texts = list(dict.fromkeys(f"{rng.choice(stems)} {rng.choice(stems)[:int(rng.integers(2, 5))]}" for _ in range(400)))
+    distances = 1.0 - trigrams.jaccard_matrix(texts, texts)
+    for threshold in (0.4, 0.6):
+        labels, _ = clustering.cluster_labels(texts, StringEncoder(), None, threshold)
+        every_pair = AgglomerativeClustering(n_clusters=None, metric="precomputed", linkage="average",
+                                             distance_threshold=1 - threshold + 1e-6).fit_predict(distances)
+        assert _partition(labels) == _partition(every_pair)
+        assert max(map(len, _partition(labels))) >= 3

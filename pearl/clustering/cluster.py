@@ -73,6 +73,7 @@ def _threshold_clusters(texts: list[str], index: Index | None, threshold: float)
     """Average linkage at `threshold` within each connected component of the neighbour graph (the module's doc)."""
     from scipy.sparse import coo_matrix
     from scipy.sparse.csgraph import connected_components
+    from scipy.spatial.distance import pdist
 
     rows, columns, crowded = _close_pairs(texts, index, threshold)
     vectors = None if index is None else index.vectors
@@ -107,11 +108,11 @@ def _threshold_clusters(texts: list[str], index: Index | None, threshold: float)
             continue
         if vectors is None:
             similarity = trigrams.jaccard_matrix([texts[i] for i in members], [texts[i] for i in members])
-            member_labels = _average_linkage(1.0 - similarity, "precomputed", distance_threshold)
+            member_labels = _average_linkage(_condensed_distances(similarity), distance_threshold)
             centrality = lambda group: similarity[np.ix_(group, group)].mean(axis=1)  # noqa: E731
         else:
             member_vectors = vectors[members]
-            member_labels = _average_linkage(member_vectors, "cosine", distance_threshold)
+            member_labels = _average_linkage(pdist(member_vectors, "cosine"), distance_threshold)
             centrality = lambda group: member_vectors[group] @ member_vectors[group].mean(axis=0)  # noqa: E731
         labels[members] = member_labels + len(representative)
         representative += [members[i] for i in _representatives(member_labels, centrality)]
@@ -147,11 +148,25 @@ def _close_pairs(texts: list[str], index: Index | None, threshold: float) -> tup
     return np.nonzero(close)[0], found[close], int((close.sum(axis=1) >= NEIGHBOURS).sum())
 
 
-def _average_linkage(points: np.ndarray, metric: str, distance_threshold: float) -> np.ndarray:
-    from sklearn.cluster import AgglomerativeClustering
+def _average_linkage(distances: np.ndarray, distance_threshold: float) -> np.ndarray:
+    """scikit-learn's AgglomerativeClustering(linkage="average", distance_threshold=…) on condensed distances: the
+    same scipy linkage and the same cut (the merges below the threshold stay), without the square matrix and
+    the index arrays that scikit-learn builds from precomputed distances (8.6 GB at 1M names, 20K in one group)."""
+    from scipy.cluster.hierarchy import cut_tree, linkage
 
-    return AgglomerativeClustering(n_clusters=None, metric=metric, linkage="average",
-                                   distance_threshold=distance_threshold).fit_predict(points)
+    merges = linkage(distances, method="average")
+    return cut_tree(merges, n_clusters=int(np.count_nonzero(merges[:, 2] >= distance_threshold)) + 1).ravel()
+
+
+def _condensed_distances(similarity: np.ndarray) -> np.ndarray:
+    """1 − similarity above the diagonal, row by row (scipy's condensed form), in float64 as scikit-learn had it."""
+    n = len(similarity)
+    distances = np.empty(n * (n - 1) // 2)
+    start = 0
+    for i in range(n - 1):
+        distances[start:start + n - 1 - i] = 1.0 - similarity[i, i + 1:]
+        start += n - 1 - i
+    return distances
 
 
 def _representatives(labels: np.ndarray, centrality) -> np.ndarray:

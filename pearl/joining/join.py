@@ -125,7 +125,6 @@ def _counted(n: int, noun: str) -> str:
 
 def _chosen(left_cells, right_cells, n_right: int, encoder: Encoder, precision_target: float,
             candidates: int, sample: int) -> JoinScores:
-
     first_row = dict(zip(reversed(left_cells.texts), reversed(left_cells.rows)))  # a repeated name: its first row
     names = list(dict.fromkeys(left_cells.texts))
     choice = choose(names, right_cells.texts, None if encoder.kind == STRING else encoder, precision_target, candidates,

@@ -218,7 +218,7 @@ def main() -> None:
     parser.add_argument("--sizes", default="10000,100000,1000000", help="right rows, comma-separated")
     parser.add_argument("--verbs", default="join,cluster,link")
     parser.add_argument("--models", default="string,models/pearl")
-    parser.add_argument("--cluster-thresholds", default="string=0.5,model=0.8",
+    parser.add_argument("--cluster-thresholds", default="string=0.6,model=0.8",
                         help="the --threshold of `pearl cluster`, for string and for the encoders")
     parser.add_argument("--baseline", default="cedd61c", help="the code to run side by side ('' for none)")
     parser.add_argument("--baseline-sizes", default="join=100000,cluster=20000,link=100000",

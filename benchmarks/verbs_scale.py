@@ -218,8 +218,8 @@ def main() -> None:
     parser.add_argument("--sizes", default="10000,100000,1000000", help="right rows, comma-separated")
     parser.add_argument("--verbs", default="join,cluster,link")
     parser.add_argument("--models", default="string,models/pearl")
-    parser.add_argument("--cluster-thresholds", default="string=0.6,model=0.8",
-                        help="the --threshold of `pearl cluster`, for string and for the encoders")
+    parser.add_argument("--cluster-thresholds", default="string=0.6,model=0.8,models/pearl-static=0.9",
+                        help="the --threshold of `pearl cluster`: for string, for a model by its name, else `model`")
     parser.add_argument("--baseline", default="cedd61c", help="the code to run side by side ('' for none)")
     parser.add_argument("--baseline-sizes", default="join=100000,cluster=20000,link=100000",
                         help="per verb (or verb/model), the largest right table the baseline runs on")
@@ -262,7 +262,8 @@ def main() -> None:
                             if code_name != "now" and size > baseline_max.get(f"{verb}/{model}",
                                                                               baseline_max.get(verb, 0)):
                                 continue
-                            extra = {"cluster": (thresholds["string" if model == "string" else "model"],),
+                            extra = {"cluster": (thresholds.get(model, thresholds["string" if model == "string"
+                                                                                 else "model"]),),
                                      "join": (args.join_sample,)}.get(verb, ())
                             row = verbs[verb](model, code, files, names, (source, true_cities), *extra)
                             row.update(verb=verb, model=model, rows=size, code=code_name, seed=args.seed,

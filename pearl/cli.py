@@ -130,6 +130,8 @@ _STAGES = {
                          "models/pearl-base-finetuned."),
     "average-pearl-base": ("pearl.pearl_base", "run_average",
                            "Average and export PEARL-base as `average` does PEARL-small → models/pearl-base."),
+    "static": ("pearl.static.stage", "run",
+               "Distil models/pearl's transformer into static token vectors with model2vec → models/pearl-static."),
     "figure4": ("pearl.experiments.tsne", "run",
                 "t-SNE of typed phrases, untuned backbone beside the model, with silhouettes → metrics/figure4/*.png."),
 }
@@ -194,8 +196,8 @@ def bench(
 @app.command("bench-task", hidden=True)
 def bench_task(
     system: Annotated[str, typer.Argument(help="base (the untuned backbone), model (models/pearl), pearl-base "
-                                               "(models/pearl-base), string (Jaccard) or ref (each of "
-                                               "bench.reference_models)")],
+                                               "(models/pearl-base), static (models/pearl-static), string (Jaccard) "
+                                               "or ref (each of bench.reference_models)")],
     task: Annotated[str, typer.Argument(help="one of the suite's tasks")],
     suite: SuiteOption = "test",
     params: ParamsOption = Path("params.yaml"),
@@ -204,7 +206,7 @@ def bench_task(
     """One task for one system → metrics/{bench,tune}/<system>/<task>.json (the DVC bench stages)."""
     from pearl.artifacts import write_json
     from pearl.bench.run import build_context, run_reference, run_tasks
-    from pearl.model import EXPORT
+    from pearl.model import EXPORT, STATIC_EXPORT
     from pearl import pearl_base
 
     def evaluate(p: Params) -> None:
@@ -215,14 +217,14 @@ def bench_task(
             run_reference(p, p.bench.reference_models, task, out_dir / f"{task}.json")
             return
         models = {"base": (p.model.backbone, "model.backbone"), "string": (None, ""), "model": (str(EXPORT), ""),
-                  "pearl-base": (str(pearl_base.EXPORT), "")}
+                  "pearl-base": (str(pearl_base.EXPORT), ""), "static": (str(STATIC_EXPORT), "")}
         if system not in models:
-            raise PearlError(f"unknown system {system!r}: base, model, pearl-base, string or ref")
+            raise PearlError(f"unknown system {system!r}: base, model, pearl-base, static, string or ref")
         model, param = models[system]
         if system == "pearl-base" and not p.pearl_base.enabled:
             write_json({"skipped": pearl_base.DISABLED}, out_dir / f"{task}.json")  # the report leaves it out
             return
-        stage = {"model": "average", "pearl-base": "average_pearl_base"}.get(system)
+        stage = {"model": "average", "pearl-base": "average_pearl_base", "static": "static"}.get(system)
         if stage:
             if not Path(model).is_dir():
                 raise MissingModelError(f"{model} is missing: run `dvc repro {stage}`")

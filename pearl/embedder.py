@@ -14,6 +14,7 @@ from pearl.model_ids import load_failure, resolve_model
 log = get_logger("embed")
 # Encoding more texts than this takes long enough to show its progress bar, with or without -v.
 PROGRESS_BAR_ABOVE = 2_000
+STATIC_BATCH = 4_096  # texts per call of a static model, at least
 
 
 class Embedder:
@@ -45,9 +46,15 @@ class Embedder:
             raise
         except Exception as error:  # unknown id, offline hub, broken directory
             raise load_failure(param, model, error) from None
-        self.model.max_seq_length = min(max_length, self.model.max_seq_length or max_length)
+        from sentence_transformers.sentence_transformer.modules import StaticEmbedding
+
+        # a static model (PEARL-static) reads whole texts and pads nothing: a batch costs its tokens, so batches
+        # are large, and there is no length to cap
+        self.static = isinstance(self.model[0], StaticEmbedding)
+        if not self.static:
+            self.model.max_seq_length = min(max_length, self.model.max_seq_length or max_length)
         self.prefix = prefix
-        self.batch_size = batch_size
+        self.batch_size = max(batch_size, STATIC_BATCH) if self.static else batch_size
 
     def embed(self, texts: list[str]) -> np.ndarray:
         if not texts:
@@ -67,6 +74,9 @@ class Embedder:
 
     def batches(self, texts: list[str]) -> list[np.ndarray]:
         """The batches `embed` encodes these distinct texts in, as indices into them."""
+        if self.static:
+            return [np.arange(start, min(start + self.batch_size, len(texts)))
+                    for start in range(0, len(texts), self.batch_size)]
         return token_sorted_batches(self.model, [self.prefix + text for text in texts], self.batch_size)
 
 

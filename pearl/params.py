@@ -202,6 +202,12 @@ class AverageParams:
 
 
 @dataclass(config=_SCHEMA)
+class StaticParams:
+    vocabulary: Literal["tokenizer", "tokenizer+phrases"]
+    pca_dims: Annotated[int, Field(ge=2)] | None
+
+
+@dataclass(config=_SCHEMA)
 class Figure4Params:
     per_type: Annotated[int, Field(ge=2)]
     phrase_types: Annotated[int, Field(ge=2)]
@@ -247,6 +253,7 @@ class Params:
     train: TrainParams
     average: AverageParams
     pearl_base: PearlBaseParams
+    static: StaticParams
     bench: BenchParams
     figure4: Figure4Params
 

@@ -76,6 +76,20 @@ def test_pearl_base_gets_its_row_and_its_margin_per_task_and_a_skipped_run_none(
     assert "PEARL-base" not in report.markdown(tmp_path, {"test": summary}, list(PHRASE_TASKS), [], [], "b")
 
 
+def test_pearl_static_gets_its_row_and_its_gap_to_pearl_small_on_every_task_and_mean(tmp_path):
+    bench = tmp_path / "bench"
+    for i, task in enumerate(PHRASE_TASKS):
+        _write(bench, "base", task, score=50.0, n=10, dictionary_size=9, dictionary_is_kb=0)
+        _write(bench, "model", task, score=53.0, n=10)
+        _write(bench, "static", task, score=52.0 if i % 2 else 50.0, n=10, seconds=6.0)
+    summary = report.summarise(tmp_path, list(PHRASE_TASKS), [], [])["test"]
+    gap = summary["static_gap"]
+    assert gap["ppdb"] == -3.0 and gap["ppdb_filtered"] == -1.0
+    assert gap["avg9"] == pytest.approx(summary["static"]["avg9"] - summary["model"]["avg9"], abs=0.01)
+    text = report.markdown(tmp_path, {"test": summary}, list(PHRASE_TASKS), [], [], "b")
+    assert "| PEARL-static (ours) | 50.0 | 52.0 |" in text and "| Δ (PEARL-static − PEARL-small) | -3.0 | -1.0 |" in text
+
+
 def test_summary_shows_the_clean_ppdb_and_probe_free_averages_beside_the_papers(tmp_path):
     bench = tmp_path / "bench"
     for task in PHRASE_TASKS:

@@ -41,7 +41,7 @@ def _toy_benchmark(folder: Path) -> None:
 
 
 @pytest.mark.slow
-def test_dvc_repro_then_noop_then_experiment(tmp_path):
+def test_dvc_repro_then_noop_then_experiment(tmp_path, tiny_encoder):
     repo = tmp_path / "repo"
     tracked = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
     for name in tracked:
@@ -64,6 +64,9 @@ def test_dvc_repro_then_noop_then_experiment(tmp_path):
                            general_dir=str(tmp_path / "general"), tune_tasks=["rw"],
                            reference_models=["sentence-transformers/all-MiniLM-L6-v2"])  # offline in the tests
     params["model"]["teacher"] = "sentence-transformers/all-MiniLM-L6-v2"  # offline in the tests
+    # PEARL-small on the tests' tiny BERT: `static` distils every token of its backbone's vocabulary (77 here, 30,522
+    # in MiniLM's: 40 s on a CI core)
+    params["model"]["backbone"] = str(tiny_encoder)
     params["figure4"].update(per_type=3, perplexity=2.0)
     params["train"].update(batch_size=2, max_steps=3, checkpoint_dir=str(tmp_path / "checkpoints"), num_workers=0)
     # PEARL-base on the same backbone (the only one offline in the tests), a step fewer
@@ -80,8 +83,8 @@ def test_dvc_repro_then_noop_then_experiment(tmp_path):
     summary = json.loads((repo / "metrics/summary.json").read_text())
     test = summary["test"]
     assert set(test) == {"base", "string", "ref:sentence-transformers/all-MiniLM-L6-v2", "model", "delta", "pearl-base",
-                         "pearl_base_margin_over_best_offshelf"}
-    assert set(test["model"]) == {"turney"} and test["ref:sentence-transformers/all-MiniLM-L6-v2"] == test["base"]
+                         "pearl_base_margin_over_best_offshelf", "static", "static_gap"}
+    assert set(test["model"]) == {"turney"} and set(test["ref:sentence-transformers/all-MiniLM-L6-v2"]) == {"turney"}
     assert set(summary["tune"]["model"]) == {"rw"}
     report = (repo / "metrics/summary.md").read_text()
     assert "| String distance (Jaccard, 3-grams) |" in report and "### Tune suite (defaults are chosen here)" in report
@@ -101,7 +104,9 @@ def test_dvc_repro_then_noop_then_experiment(tmp_path):
     assert (repo / "models/pearl/modules.json").is_file() and "2_CharFeatures" in (repo / "models/pearl/modules.json").read_text()
     assert json.loads((repo / "metrics/pearl-base/train.json").read_text())["steps"] == 2
     assert (repo / "models/pearl-base/modules.json").is_file() and set(summary["tune"]["pearl-base"]) == {"rw"}
-    assert "| PEARL-base (ours) |" in report and "| PEARL-small (ours) |" in report
+    assert "| PEARL-base (ours) |" in report and "| PEARL-small (ours) |" in report and "| PEARL-static (ours) |" in report
+    assert json.loads((repo / "metrics/static.json").read_text())["dimension"] == 32 + 256  # the tiny BERT's, the 3-grams
+    assert set(summary["tune"]["static"]) == {"rw"}
     figure4 = json.loads((repo / "metrics/figure4.json").read_text())
     assert figure4["conll2003"]["phrases"] == 9 and (repo / "metrics/figure4/phrases.png").is_file()
     assert "up to date" in _run(["dvc", "repro"], repo, env)
@@ -144,10 +149,12 @@ EXPORT_LOADING = ["pearl/embedder.py", "pearl/model/__init__.py", "pearl/model/e
 def test_every_stage_that_loads_the_export_depends_on_the_code_that_loads_it():
     assert [path for path in EXPORT_LOADING if not (ROOT / path).is_file()] == []
     readers = {name: stage["deps"] for name, stage in _stages().items()
-               if {"models/pearl", "models/pearl-base"} & set(stage.get("deps", []))}
-    assert {"bench", "bench_tune", "figure4", "bench_pearl_base", "bench_tune_pearl_base"} <= readers.keys()
-    missing = {name: [path for path in EXPORT_LOADING
-                      if not any(path == dep or path.startswith(f"{dep}/") for dep in deps)]
+               if {"models/pearl", "models/pearl-base", "models/pearl-static"} & set(stage.get("deps", []))}
+    assert {"bench", "bench_tune", "figure4", "bench_pearl_base", "bench_tune_pearl_base", "static", "bench_static",
+            "bench_tune_static"} <= readers.keys()
+    # `static` reads the export through pearl.model.export and transformers, not through Embedder
+    missing = {name: [path for path in EXPORT_LOADING if not (name == "static" and path == "pearl/embedder.py")
+                      and not any(path == dep or path.startswith(f"{dep}/") for dep in deps)]
                for name, deps in readers.items()}
     assert missing == dict.fromkeys(readers, [])
 
@@ -156,7 +163,7 @@ def test_a_stage_that_reads_the_bench_settings_depends_on_the_whole_section():
     readers = {name: stage["params"] for name, stage in _stages().items() if name.split("_")[0] == "bench"}
     sectioned = {name for name, params in readers.items() if "bench" in params}
     assert sectioned == {"bench", "bench_base", "bench_ref", "bench_tune", "bench_tune_base", "bench_tune_ref",
-                         "bench_pearl_base", "bench_tune_pearl_base"}
+                         "bench_pearl_base", "bench_tune_pearl_base", "bench_static", "bench_tune_static"}
     assert not [param for name in sectioned for param in readers[name] if param.startswith("bench.")]
 
 

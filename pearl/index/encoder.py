@@ -46,7 +46,7 @@ class EmbeddingEncoder:
         # a local folder by its absolute path, so the index can be queried from anywhere
         model_id = str(Path(model).resolve()) if Path(model).is_dir() else model
         self.card = ModelCard(model_id, self.kind, _weights_sha256(st), st.get_embedding_dimension(), prefix,
-                              st.max_seq_length)
+                              None if self.embedder.static else st.max_seq_length)
 
     def encode(self, texts: list[str]) -> np.ndarray:
         """L2-normalised float32 rows; inner product is cosine."""
@@ -55,6 +55,8 @@ class EmbeddingEncoder:
     def truncated(self, texts: list[str]) -> int:
         """How many texts are longer than the model reads (it truncates them)."""
         limit = self.card.max_tokens
+        if limit is None:  # a static model reads whole texts
+            return 0
         long = [t for t in texts if len(t) > limit - 2]  # a token covers at least one character
         if not long:
             return 0
@@ -82,8 +84,8 @@ def load_encoder(model: str, prefix: str = "", batch_size: int = 128, device: st
         return StringEncoder()
     check_trained(model)
     encoder = EmbeddingEncoder(model, prefix, batch_size, device)
-    log.info("encoder %s: %d dimensions, reads %d tokens, weights %s…", model, encoder.card.dimension,
-             encoder.card.max_tokens, encoder.card.sha256[:12])
+    log.info("encoder %s: %d dimensions, reads %s tokens, weights %s…", model, encoder.card.dimension,
+             encoder.card.max_tokens or "all its", encoder.card.sha256[:12])
     return encoder
 
 

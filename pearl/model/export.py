@@ -26,7 +26,8 @@ if TYPE_CHECKING:
 SHIPPED = ("st_modules.py", "char_encoder.py")
 # ref in modules.json → class in pearl.model.st_modules
 SHIPPED_REFS = {"st_modules.PhraseTransformer": "PhraseTransformer", "st_modules.CharFeatures": "CharFeatures",
-                "st_modules.SpellingNgrams": "SpellingNgrams"}
+                "st_modules.SpellingNgrams": "SpellingNgrams", "st_modules.PhraseStaticEmbedding": "PhraseStaticEmbedding"}
+INPUT_MODULES = ("PhraseTransformer", "PhraseStaticEmbedding")  # an export's first module: PEARL's or PEARL-static's
 # exports written before the code was shipped name the installed module; only pearl loads those
 OUR_REFS = {**SHIPPED_REFS, **{f"pearl.model.{ref}": name for ref, name in SHIPPED_REFS.items()}}
 TYPE_HEAD = "pearl_type_head.safetensors"
@@ -74,6 +75,60 @@ def export_sentence_transformer(model: PhraseModel, out_dir: Path, spelling_weig
                "bias": head.bias.detach().float().cpu().contiguous()}, out_dir / TYPE_HEAD)
     config = {**asdict(model.config), **spelling, "dimension": dimension, "type_labels": list(LABELS)}
     (out_dir / CONFIG).write_text(json.dumps(config, indent=2) + "\n")
+
+
+def export_static(vectors, tokenizer, source: Path, out_dir: Path, config: dict) -> None:
+    """PEARL-static into `out_dir`, a new directory: PhraseStaticEmbedding (these token vectors and `tokenizer`, a
+    tokenizers.Tokenizer), then the source export's SpellingNgrams (same buckets, same weight) and Normalize, with
+    its prompts. pearl_model.json holds `config` and no type head is written: `pearl types` needs PEARL-small."""
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.modules import Normalize
+
+    from pearl.model.st_modules import PhraseStaticEmbedding, SpellingNgrams
+
+    source_model = load(source, "cpu")
+    modules = [PhraseStaticEmbedding(tokenizer, embedding_weights=vectors)]
+    spelling = [m for m in source_model if isinstance(m, SpellingNgrams)]
+    if spelling:
+        modules.append(SpellingNgrams(modules[0].get_embedding_dimension(), spelling[0].n_features, spelling[0].weight))
+    modules.append(Normalize())
+    st = SentenceTransformer(modules=modules, device="cpu", prompts=source_model.prompts or None,
+                             default_prompt_name=source_model.default_prompt_name)
+    st.save(str(out_dir), create_model_card=False)
+    _ship_code(out_dir)
+    spelling_config = {"spelling_weight": spelling[0].weight if spelling else 0.0,
+                       "spelling_features": spelling[0].n_features if spelling else 0}
+    dimension = st.get_embedding_dimension()
+    (out_dir / "README.md").write_text(static_card(config, dimension, spelling_config["spelling_weight"]))
+    (out_dir / CONFIG).write_text(json.dumps({**config, **spelling_config, "dimension": dimension}, indent=2) + "\n")
+
+
+def static_card(config: dict, dimension: int, spelling_weight: float) -> str:
+    spelling = (f", then hashed character 3-grams that carry a share of {spelling_weight} of every cosine"
+                if spelling_weight > 0 else "")
+    return f"""---
+library_name: sentence-transformers
+pipeline_tag: sentence-similarity
+tags: [sentence-transformers, model2vec, static-embeddings, phrase-embeddings, pearl]
+---
+
+# PEARL-static phrase embeddings
+
+Phrase vectors of {dimension} dimensions: the mean of static token vectors that model2vec distilled from
+PEARL-small's transformer (`{config["source"]}`; {config["vocabulary_size"]:,} tokens, PCA to
+{config["pca_dims"] or "no"} dimensions){spelling}, L2-normalised. No transformer runs when it encodes.
+
+```python
+from sentence_transformers import SentenceTransformer
+model = SentenceTransformer("path/to/this/folder", trust_remote_code=True)  # the code is st_modules.py here
+vectors = model.encode(["New York Times", "NYTimes"])
+
+from model2vec import StaticModel  # the token vectors alone, without the 3-gram block
+static = StaticModel.from_pretrained("path/to/this/folder")
+```
+
+or, with pearl installed, `pearl.load(path)`, `pearl link`, `pearl join` and `pearl cluster`.
+"""
 
 
 def model_card(model: PhraseModel, dimension: int, spelling_weight: float) -> str:
@@ -133,8 +188,8 @@ def backbone_max_seq_length(model: PhraseModel) -> int:
 
 def check_export(path: str | Path) -> None:
     """PearlError naming the file unless `path` is a PEARL export: pearl_model.json parses, and
-    modules.json lists our PhraseTransformer first and otherwise only our modules or
-    sentence-transformers' own."""
+    modules.json lists our PhraseTransformer (PhraseStaticEmbedding for PEARL-static) first and otherwise only
+    our modules or sentence-transformers' own."""
     root = Path(path)
     for name in ("modules.json", CONFIG):
         if not (root / name).is_file():
@@ -143,8 +198,9 @@ def check_export(path: str | Path) -> None:
     if not isinstance(_read_json(root / CONFIG), dict):
         raise PearlError(f"{root / CONFIG}: not a PEARL export (not a JSON object); run `dvc repro average`")
     types = [str(m.get("type")) if isinstance(m, dict) else "" for m in modules] if isinstance(modules, list) else []
-    if not types or OUR_REFS.get(types[0]) != "PhraseTransformer":
-        raise PearlError(f"{root / 'modules.json'}: not a PEARL export (its first module is not PEARL's PhraseTransformer)")
+    if not types or OUR_REFS.get(types[0]) not in INPUT_MODULES:
+        raise PearlError(f"{root / 'modules.json'}: not a PEARL export (its first module is not PEARL's "
+                         "PhraseTransformer or PhraseStaticEmbedding)")
     for ref in types:
         if ref not in OUR_REFS and not ref.startswith("sentence_transformers."):
             raise PearlError(f"{root / 'modules.json'}: not a PEARL export (module type {ref!r} is neither PEARL's "

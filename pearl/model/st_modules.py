@@ -3,7 +3,9 @@
 modules.json of an export: 0 `PhraseTransformer` (the averaged backbone, saved in the root like
 sentence-transformers' Transformer), 1 `Pooling` (mean), 2 `CharFeatures` (the character
 encoder, appends its vector), then `SpellingNgrams` (hashed character 3-grams, when
-`average.spelling_weight` > 0) and `Normalize`.
+`average.spelling_weight` > 0) and `Normalize`. PEARL-static's: 0 `PhraseStaticEmbedding` (static
+token vectors, saved in the root as sentence-transformers' StaticEmbedding, a layout model2vec reads
+too), then `SpellingNgrams` and `Normalize`.
 
 The export ships this file and char_encoder.py in its root as Hugging Face remote code, so a
 user with only sentence-transformers loads it with `trust_remote_code=True`. That is why the
@@ -15,10 +17,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import itertools
 import math
 
 import torch
 from sentence_transformers.base.modules import Module, Transformer
+from sentence_transformers.sentence_transformer.modules import StaticEmbedding
 from sklearn.feature_extraction.text import HashingVectorizer
 
 from .char_encoder import CharEncoder, char_ids, combine
@@ -46,6 +50,28 @@ class PhraseTransformer(Transformer):
         features = super().forward(features, **kwargs)
         features.update(ours)
         return features
+
+
+class PhraseStaticEmbedding(StaticEmbedding):
+    """sentence-transformers' StaticEmbedding (the mean of the text's token vectors), also handing the texts to
+    `SpellingNgrams`. Unknown tokens are left out, as model2vec leaves them: one shared [UNK] vector would make
+    every two texts of unknown symbols alike; a text of nothing else gets a zero vector."""
+
+    def preprocess(self, inputs, prompt: str | None = None, **kwargs) -> dict[str, Any]:
+        texts = self._prepend_prompt(inputs, prompt) if prompt else inputs
+        unknown = self.tokenizer.token_to_id(getattr(self.tokenizer.model, "unk_token", None) or "")
+        ids = [[i for i in encoding.ids if i != unknown]
+               for encoding in self.tokenizer.encode_batch(texts, add_special_tokens=False)]
+        features = {"input_ids": torch.tensor([i for row in ids for i in row], dtype=torch.long),
+                    "offsets": torch.tensor([0, *itertools.accumulate(len(row) for row in ids[:-1])], dtype=torch.long)}
+        if inputs and all(isinstance(text, str) for text in inputs):
+            features[TEXTS] = list(inputs)
+        return features
+
+    @classmethod
+    def load(cls, model_name_or_path: str, *args, **kwargs) -> PhraseStaticEmbedding:
+        plain = StaticEmbedding.load(model_name_or_path, *args, **kwargs)  # which builds a StaticEmbedding, not cls
+        return cls(plain.tokenizer, embedding_weights=plain.embedding.weight.detach())
 
 
 class CharFeatures(Module):

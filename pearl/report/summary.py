@@ -66,7 +66,7 @@ def _is_result(value) -> bool:
 
 def load_results(metrics_root: Path, suite: str, tasks: list[str], string_tasks: list[str]) -> dict[str, dict[str, dict]]:
     """system → task → result, systems in table order: string, base, ref:<model>…, model (PEARL-small),
-    pearl-base."""
+    pearl-base, static (PEARL-static)."""
     folder = metrics_root / SUITE_DIRS[suite]
     systems = {"string": _load(folder, "string", string_tasks if suite == "test" else []),
                "base": _load(folder, "base", tasks)}
@@ -75,6 +75,7 @@ def load_results(metrics_root: Path, suite: str, tasks: list[str], string_tasks:
             systems.setdefault(f"ref:{model}", {})[task] = result
     systems["model"] = _load(folder, "model", tasks)
     systems["pearl-base"] = _load(folder, "pearl-base", tasks)
+    systems["static"] = _load(folder, "static", tasks)
     return {system: results for system, results in systems.items() if results}
 
 
@@ -95,9 +96,10 @@ def summarise(metrics_root: Path, tasks: list[str], tune_tasks: list[str], strin
     summary = {}
     for suite, suite_tasks in (("test", tasks), ("tune", tune_tasks)):
         systems = {system: _scores(results) for system, results in load_results(metrics_root, suite, suite_tasks, string_tasks).items()}
-        if "model" in systems and "base" in systems:
-            systems["delta"] = {task: round(systems["model"][task] - systems["base"][task], 2)
-                                for task in systems["model"] if task in systems["base"]}
+        for row, system, against in (("delta", "model", "base"), ("static_gap", "static", "model")):
+            if system in systems and against in systems:
+                systems[row] = {task: round(systems[system][task] - systems[against][task], 2)
+                                for task in systems[system] if task in systems[against]}
         offshelf = [scores for system, scores in systems.items() if system == "base" or system.startswith("ref:")]
         # each trained model against the better off-the-shelf model: on the means, and PEARL-base per task too
         for system, row, columns in (("model", "margin_over_best_offshelf", MEANS),
@@ -118,7 +120,7 @@ def _label(system: str, backbone: str) -> str:
         return f"{backbone} (backbone, untuned)"
     if system.startswith("ref:"):
         return f"{system[4:]} (reference, untuned)"
-    return "PEARL-base (ours)" if system == "pearl-base" else "PEARL-small (ours)"
+    return {"pearl-base": "PEARL-base (ours)", "static": "PEARL-static (ours)"}.get(system, "PEARL-small (ours)")
 
 
 def _cell(results: dict[str, dict], scores: dict[str, float], column: str) -> str:
@@ -146,7 +148,8 @@ def markdown(metrics_root: Path, summary: dict, tasks: list[str], tune_tasks: li
                     lines.append(f"| {_label(system, backbone)} | {cells} |")
             for row, name in (("delta", "Δ (PEARL-small − backbone)"),
                               ("margin_over_best_offshelf", "Δ (PEARL-small − best off-the-shelf)"),
-                              ("pearl_base_margin_over_best_offshelf", "Δ (PEARL-base − best off-the-shelf)")):
+                              ("pearl_base_margin_over_best_offshelf", "Δ (PEARL-base − best off-the-shelf)"),
+                              ("static_gap", "Δ (PEARL-static − PEARL-small)")):
                 if any(c in scores.get(row, {}) for c in columns):
                     lines.append(f"| {name} | " + " | ".join(
                         f"{scores[row][c]:+.1f}" if c in scores[row] else "–" for c in columns) + " |")

@@ -1,0 +1,1 @@
+"""PEARL-static: PEARL-small's transformer distilled into static token vectors with model2vec."""

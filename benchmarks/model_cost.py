@@ -2,9 +2,8 @@
 
 The names are those of a few AutoFJ datasets (left and right tables, each name once), encoded as the
 product verbs encode them (`pearl.embedder.Embedder`, batch 128, or 4,096 for a static model, which pads
-nothing; the model's own token limit). The
-models run in turn, twice in alternating order so that neither gets the warmer machine; a row keeps
-the faster of its two rounds.
+nothing; the model's own token limit). The models run in turn, twice in alternating order so that
+neither gets the warmer machine; a row keeps the faster of its two rounds.
 
     python benchmarks/model_cost.py --markdown metrics/model_cost.md
     python benchmarks/model_cost.py --models models/pearl models/pearl-base --datasets Song

@@ -30,7 +30,8 @@ def running_ray(make_params):
 
 @pytest.fixture
 def no_running_ray():
-    """For the tests of Ray's start, or of a Ray of 1 CPU: the stage starts its own."""
+    """For the tests of Ray's start: the stage starts its own. They come last in this module, so that the
+    tests before them share one Ray."""
     import ray
 
     ray.shutdown()
@@ -103,29 +104,6 @@ def test_nodes_reading_the_shards_give_each_actor_call_one_batch(make_params, tm
                                               params.ray.parse, "parse", str(corpus), run)
                  for n in out["rows"].to_pylist()]
     assert sorted(calls) == [250] * 8
-
-
-@pytest.mark.slow
-def test_pipelines_on_cpus_run_in_the_same_processes_each_building_its_actor_once(make_params, no_running_ray):
-    """A pool of actors would start new processes for every pipeline, each importing the model libraries again
-    (augment runs five pipelines): on CPUs, three pipelines run in no more processes than the Ray has CPUs."""
-    import os
-
-    from pearl.ray_engine import RowActor, map_with_actors, ray_session
-
-    class WhereAmI(RowActor):
-        def process(self, batch):
-            return pa.table({"pid": [os.getpid()], "instance": [id(self)]})
-
-    params = make_params(engine="ray", ray__num_cpus=2, ray__typing__batch_size=2)
-    rows = pa.table({"x": list(range(16))})  # 8 batches
-    with ray_session(params.ray) as run:  # a Ray of its own: no other test's workers
-        pipelines = [pl.concat([pl.from_arrow(out) for out in map_with_actors(rows, WhereAmI, (), params.ray.typing,
-                                                                              "typing", "x", run)])
-                     for _ in range(3)]
-    for calls in pipelines:
-        assert calls.height == 8 and calls.n_unique() == calls["pid"].n_unique()  # one actor per process
-    assert pl.concat(pipelines)["pid"].n_unique() <= 2
 
 
 def _sentence_shards(path, sentences, shard_rows):
@@ -290,6 +268,65 @@ def test_the_shared_word_join_after_a_ray_shuffle_finds_the_local_pairs(make_par
     assert running_ray.is_initialized()  # the process's own Ray: used, and left running for its owner
 
 
+def test_an_actor_larger_than_the_cluster_fails_in_one_line(make_params, tmp_path, running_ray):
+    corpus = tmp_path / "sentences.parquet"
+    pl.DataFrame({"doc_id": ["d"], "sent_id": [0], "text": SENTENCES[:1]}).write_parquet(corpus)
+    with pytest.raises(PearlError, match=r"ray\.parse\.cpus_per_worker"):
+        parse_stage.run(make_params(engine="ray", ray__num_cpus=2, ray__parse__cpus_per_worker=3),
+                        source=corpus, output=tmp_path / "p.parquet", metrics=tmp_path / "m.json")
+
+
+@pytest.mark.slow
+def test_a_row_that_makes_an_actor_raise_is_named_and_nothing_is_written(make_params, tmp_path, running_ray):
+    corpus = tmp_path / "sentences.parquet"
+    sentences = [*SENTENCES[:3], "a " * 600_000, *SENTENCES[3:]]  # row 3 is beyond spaCy's nlp.max_length
+    pl.DataFrame({"doc_id": ["d"] * len(sentences), "sent_id": range(len(sentences)), "text": sentences}
+                 ).write_parquet(corpus)
+    with pytest.raises(PearlError) as error:
+        parse_stage.run(make_params(engine="ray", ray__num_cpus=2, ray__parse__workers=1, ray__parse__batch_size=4),
+                        source=corpus, output=tmp_path / "p.parquet", metrics=tmp_path / "m.json")
+    message = str(error.value)
+    assert message.startswith(f"{corpus}: row 3 (text='a a a") and "ValueError" in message and "\n" not in message
+    assert "in the batch of rows 0–3" in message
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sentences.parquet"]
+
+
+def test_a_row_a_node_read_that_makes_an_actor_raise_is_named_with_its_shard_and_nothing_is_written(make_params, tmp_path, running_ray):
+    corpus = tmp_path / "sentences.parquet"
+    _sentence_shards(corpus, [*SENTENCES[:3], "a " * 600_000, *SENTENCES[3:]], shard_rows=3)
+    with pytest.raises(PearlError) as error:
+        parse_stage.run(make_params(engine="ray", ray__num_cpus=2, ray__shared_storage=True, ray__parse__workers=1,
+                                    ray__parse__batch_size=4),
+                        source=corpus, output=tmp_path / "p.parquet", metrics=tmp_path / "m.json")
+    message = str(error.value)
+    assert message.startswith(f"{corpus}: the row (text='a a a") and "\n" not in message
+    assert f"of {(corpus / 'part-00001.parquet').resolve()} makes the actor raise ValueError" in message
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sentences.parquet"]
+
+
+@pytest.mark.slow
+def test_pipelines_on_cpus_run_in_the_same_processes_each_building_its_actor_once(make_params, no_running_ray):
+    """A pool of actors would start new processes for every pipeline, each importing the model libraries again
+    (augment runs five pipelines): on CPUs, three pipelines run in no more processes than the Ray has CPUs."""
+    import os
+
+    from pearl.ray_engine import RowActor, map_with_actors, ray_session
+
+    class WhereAmI(RowActor):
+        def process(self, batch):
+            return pa.table({"pid": [os.getpid()], "instance": [id(self)]})
+
+    params = make_params(engine="ray", ray__num_cpus=2, ray__typing__batch_size=2)
+    rows = pa.table({"x": list(range(16))})  # 8 batches
+    with ray_session(params.ray) as run:  # a Ray of its own: no other test's workers
+        pipelines = [pl.concat([pl.from_arrow(out) for out in map_with_actors(rows, WhereAmI, (), params.ray.typing,
+                                                                              "typing", "x", run)])
+                     for _ in range(3)]
+    for calls in pipelines:
+        assert calls.height == 8 and calls.n_unique() == calls["pid"].n_unique()  # one actor per process
+    assert pl.concat(pipelines)["pid"].n_unique() <= 2
+
+
 def test_an_address_where_no_ray_head_listens_fails_in_one_line(make_params, tmp_path, no_running_ray):
     corpus = tmp_path / "sentences.parquet"
     pl.DataFrame({"doc_id": ["d"], "sent_id": [0], "text": SENTENCES[:1]}).write_parquet(corpus)
@@ -298,39 +335,3 @@ def test_an_address_where_no_ray_head_listens_fails_in_one_line(make_params, tmp
                         output=tmp_path / "p.parquet", metrics=tmp_path / "m.json")
     assert "ray.address='127.0.0.1:1'" in str(error.value) and "\n" not in str(error.value)
     assert not (tmp_path / "p.parquet").exists()
-
-
-def test_an_actor_larger_than_the_cluster_fails_in_one_line(make_params, tmp_path, no_running_ray):
-    corpus = tmp_path / "sentences.parquet"
-    pl.DataFrame({"doc_id": ["d"], "sent_id": [0], "text": SENTENCES[:1]}).write_parquet(corpus)
-    with pytest.raises(PearlError, match=r"ray\.parse\.cpus_per_worker"):
-        parse_stage.run(make_params(engine="ray", ray__num_cpus=1, ray__parse__cpus_per_worker=2),
-                        source=corpus, output=tmp_path / "p.parquet", metrics=tmp_path / "m.json")
-
-
-@pytest.mark.slow
-def test_a_row_that_makes_an_actor_raise_is_named_and_nothing_is_written(make_params, tmp_path, no_running_ray):
-    corpus = tmp_path / "sentences.parquet"
-    sentences = [*SENTENCES[:3], "a " * 600_000, *SENTENCES[3:]]  # row 3 is beyond spaCy's nlp.max_length
-    pl.DataFrame({"doc_id": ["d"] * len(sentences), "sent_id": range(len(sentences)), "text": sentences}
-                 ).write_parquet(corpus)
-    with pytest.raises(PearlError) as error:
-        parse_stage.run(make_params(engine="ray", ray__num_cpus=1, ray__parse__workers=1, ray__parse__batch_size=4),
-                        source=corpus, output=tmp_path / "p.parquet", metrics=tmp_path / "m.json")
-    message = str(error.value)
-    assert message.startswith(f"{corpus}: row 3 (text='a a a") and "ValueError" in message and "\n" not in message
-    assert "in the batch of rows 0–3" in message
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["sentences.parquet"]
-
-
-def test_a_row_a_node_read_that_makes_an_actor_raise_is_named_with_its_shard_and_nothing_is_written(make_params, tmp_path, no_running_ray):
-    corpus = tmp_path / "sentences.parquet"
-    _sentence_shards(corpus, [*SENTENCES[:3], "a " * 600_000, *SENTENCES[3:]], shard_rows=3)
-    with pytest.raises(PearlError) as error:
-        parse_stage.run(make_params(engine="ray", ray__num_cpus=1, ray__shared_storage=True, ray__parse__workers=1,
-                                    ray__parse__batch_size=4),
-                        source=corpus, output=tmp_path / "p.parquet", metrics=tmp_path / "m.json")
-    message = str(error.value)
-    assert message.startswith(f"{corpus}: the row (text='a a a") and "\n" not in message
-    assert f"of {(corpus / 'part-00001.parquet').resolve()} makes the actor raise ValueError" in message
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["sentences.parquet"]

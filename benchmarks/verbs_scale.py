@@ -227,6 +227,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--markdown", type=Path)
     parser.add_argument("--out", type=Path, help="the rows as JSON")
+    parser.add_argument("--write-tables", type=Path, metavar="DIR",
+                        help="run nothing: write left.parquet and right.parquet (the first of --sizes) into DIR")
     parser.add_argument("--tables-from", nargs="+", type=Path, metavar="JSON",
                         help="run nothing: the table of the rows in these --out files")
     args = parser.parse_args()
@@ -236,6 +238,12 @@ def main() -> None:
         print(table)
         if args.markdown:
             args.markdown.write_text(table)
+        return
+    if args.write_tables:
+        names = Names()
+        pl.DataFrame({"name": names.left}).write_parquet(args.write_tables / "left.parquet")
+        texts, _, _ = right_table(names, int(args.sizes.split(",")[0]), args.seed)
+        pl.DataFrame({"name": texts}).write_parquet(args.write_tables / "right.parquet")
         return
     verbs = {"join": run_join, "link": run_link, "cluster": run_cluster}
     thresholds = {kind: float(t) for kind, t in (part.split("=") for part in args.cluster_thresholds.split(","))}

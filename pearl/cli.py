@@ -243,13 +243,16 @@ def embed(
     input_file: Annotated[Path | None, typer.Option("--input", help="text file, one phrase per line")] = None,
     out: Annotated[Path | None, typer.Option(help="write a .npy matrix here instead of JSON lines on stdout")] = None,
     batch_size: Annotated[int, typer.Option(min=1)] = 128,
+    engine: EngineOption = "local",
+    ray_address: RayAddressOption = None,
+    ray_workers: RayWorkersOption = 2,
 ) -> None:
     """Embed phrases: JSON lines {"text", "vector"} or a .npy matrix of L2-normalised rows."""
     import json
 
     import numpy as np
 
-    with _one_line_errors():
+    with _one_line_errors(), _ray_encoding(engine, ray_address, ray_workers) as ray:
         if input_file is not None:
             if not input_file.is_file():
                 raise PearlError(f"--input {input_file}: no such file")
@@ -275,7 +278,7 @@ def embed(
         if model == STRING:
             raise PearlError("--model string has no vectors: give a PEARL export or a sentence-transformers model")
         # the verbs' own encoder, so these vectors are the ones `pearl index` and `pearl link` compare
-        vectors = load_encoder(model, batch_size=batch_size).encode(texts)
+        vectors = load_encoder(model, batch_size=batch_size, ray=ray).encode(texts)
         if out is not None:
             from pearl.artifacts import atomic_path
 
@@ -295,11 +298,47 @@ ModelOption = Annotated[str, typer.Option(
                     "Jaccard)")]
 InputOption = Annotated[Path, typer.Option("--input", help="a .csv, .tsv, .parquet, or .txt (one name per line, column `text`)")]
 OutOption = Annotated[Path, typer.Option("--out", help="a .parquet or .csv file, in an existing folder")]
+EngineOption = Annotated[str, typer.Option(
+    "--engine", help="local, or ray: the names encoded by Ray actors, into the local engine's vectors byte for byte "
+                     "(docs/cluster.md)")]
+RayAddressOption = Annotated[str | None, typer.Option(
+    "--ray-address", envvar="PEARL_RAY_ADDRESS", help="with --engine ray: a running Ray cluster (`ray start --head`); "
+                                                      "default: a Ray started on this machine")]
+RayWorkersOption = Annotated[int, typer.Option("--ray-workers", min=1, help="with --engine ray: the actors that encode")]
 
 
 def _product(work: Callable[[], None]) -> None:
     with _one_line_errors():
         work()
+
+
+@contextlib.contextmanager
+def _ray_encoding(engine: str, address: str | None, workers: int):
+    """--engine's RayEncoding, or None for the local engine (checked before any input is read); the Ray it
+    started is stopped when the verb ends."""
+    if engine not in ("local", "ray"):
+        raise PearlError(f"--engine {engine!r}: local or ray")
+    if engine == "local":
+        yield None
+        return
+    from pearl.ray_encoding import RayEncoding
+
+    ray = RayEncoding(address=address, workers=workers)
+    try:
+        yield ray
+    finally:
+        ray.close()
+
+
+def _ray_loader(model: str, ray) -> Callable | None:
+    """For Ray's engine, the loader of the encoder a verb calls once its inputs pass their checks."""
+    if ray is None:
+        return None
+    from functools import partial
+
+    from pearl.index.encoder import load_encoder
+
+    return partial(load_encoder, model, ray=ray)
 
 
 def _table(path: Path, where: str, *columns: str | None):
@@ -329,18 +368,23 @@ def index_build(
     exact_below: Annotated[int, typer.Option(min=0, help="exact search below this many names, HNSW above")] = 100_000,
     prefix: Annotated[str, typer.Option(help="text put before every name, e.g. 'query: ' for E5")] = "",
     batch_size: Annotated[int, typer.Option(min=1)] = 128,
+    engine: EngineOption = "local",
+    ray_address: RayAddressOption = None,
+    ray_workers: RayWorkersOption = 2,
 ) -> None:
     """Embed a table's names into an index folder: rows.parquet, index.faiss, manifest.json."""
+    from pearl.index.encoder import load_encoder
     from pearl.index.phrase_index import Index, IndexSettings
     from pearl.tables import check_output_folder
 
     def work() -> None:
-        check_output_folder(out)
-        table = _table(input_file, "the names table", column, id_column)
-        index = Index.from_table(table, column, id_column, model, dedupe=dedupe, prefix=prefix,
-                                 settings=IndexSettings(exact_below=exact_below), batch_size=batch_size)
-        index.save(out)
-        typer.echo(f"{len(index)} names ({index.kind}, {index.encoder.card.dimension or 'no'} dimensions) → {out}")
+        with _ray_encoding(engine, ray_address, ray_workers) as ray:
+            check_output_folder(out)
+            table = _table(input_file, "the names table", column, id_column)
+            index = Index.from_table(table, column, id_column, encoder=load_encoder(model, prefix, batch_size, ray=ray),
+                                     dedupe=dedupe, settings=IndexSettings(exact_below=exact_below))
+            index.save(out)
+            typer.echo(f"{len(index)} names ({index.kind}, {index.encoder.card.dimension or 'no'} dimensions) → {out}")
 
     _product(work)
 
@@ -375,6 +419,9 @@ def link(
     k: Annotated[int, typer.Option("--k", help="candidates per mention")] = 5,
     min_score: Annotated[float | None, typer.Option(help="below this score a mention gets a no-match row")] = None,
     model: Annotated[str | None, typer.Option(help="must be the index's model; default: the index's own")] = None,
+    engine: EngineOption = "local",
+    ray_address: RayAddressOption = None,
+    ray_workers: RayWorkersOption = 2,
 ) -> None:
     """Entity linking: the top-k index entries of each mention → rank, id, name, score, matched."""
     from pearl.index.phrase_index import Index
@@ -382,12 +429,13 @@ def link(
     from pearl.tables import check_output, write_table
 
     def work() -> None:
-        check_output(out)
-        check_link_flags(k, min_score)  # before the index loads its model
-        mentions = _table(input_file, "the mentions table", column)
-        result = link_mentions(Index.load(index_dir, model), mentions, column, k, min_score)
-        write_table(result, out)
-        typer.echo(f"{len(mentions)} mentions, {result['matched'].sum()} candidate rows → {out}")
+        with _ray_encoding(engine, ray_address, ray_workers) as ray:
+            check_output(out)
+            check_link_flags(k, min_score)  # before the index loads its model
+            mentions = _table(input_file, "the mentions table", column)
+            result = link_mentions(Index.load(index_dir, model, ray=ray), mentions, column, k, min_score)
+            write_table(result, out)
+            typer.echo(f"{len(mentions)} mentions, {result['matched'].sum()} candidate rows → {out}")
 
     _product(work)
 
@@ -416,27 +464,31 @@ def join(
         help="right rows the join functions and cuts are chosen on, drawn at random from a larger right table; "
              "the choice then joins every row, a chunk at a time")] = 20_000,
     explain: Annotated[bool, typer.Option(help="print the score distribution and the chosen cut")] = False,
+    engine: EngineOption = "local",
+    ray_address: RayAddressOption = None,
+    ray_workers: RayWorkersOption = 2,
 ) -> None:
     """Fuzzy join: each RIGHT row gets its best LEFT row, by join functions and a cut chosen for precision 0.9."""
     from pearl.joining.join import HOW, assemble, best_matches, explain as explain_scores
     from pearl.tables import check_output, read_table, write_table
 
     def work() -> None:
-        if out is None and not explain:
-            raise PearlError("give --out FILE for the joined table, or --explain to see the scores")
-        if out is not None:
-            check_output(out)
-        if how not in HOW:
-            raise PearlError(f"--how {how!r}: inner or left")
-        left_df, right_df = read_table(left), read_table(right)
-        matches = best_matches(left_df, right_df, left_on, right_on, model, threshold, string_weight, candidates,
-                               calibration_quantile, precision_target, sample)
-        if explain:
-            typer.echo(explain_scores(matches))
-        if out is not None:
-            result = assemble(left_df, right_df, matches, how)
-            write_table(result, out)
-            typer.echo(f"{result['matched'].sum()} of {len(right_df)} right rows matched → {out}")
+        with _ray_encoding(engine, ray_address, ray_workers) as ray:
+            if out is None and not explain:
+                raise PearlError("give --out FILE for the joined table, or --explain to see the scores")
+            if out is not None:
+                check_output(out)
+            if how not in HOW:
+                raise PearlError(f"--how {how!r}: inner or left")
+            left_df, right_df = read_table(left), read_table(right)
+            matches = best_matches(left_df, right_df, left_on, right_on, _ray_loader(model, ray) or model, threshold,
+                                   string_weight, candidates, calibration_quantile, precision_target, sample)
+            if explain:
+                typer.echo(explain_scores(matches))
+            if out is not None:
+                result = assemble(left_df, right_df, matches, how)
+                write_table(result, out)
+                typer.echo(f"{result['matched'].sum()} of {len(right_df)} right rows matched → {out}")
 
     _product(work)
 
@@ -451,16 +503,21 @@ def cluster(
     threshold: Annotated[float | None, typer.Option(
         help="merge while the mean cosine similarity is at least this (average-linkage agglomerative)")] = None,
     seed: int = 0,
+    engine: EngineOption = "local",
+    ray_address: RayAddressOption = None,
+    ray_workers: RayWorkersOption = 2,
 ) -> None:
     """Group near-duplicate names: adds cluster, representative and cluster_size to each row."""
     from pearl.clustering.cluster import cluster as cluster_table
     from pearl.tables import check_output, read_table, write_table
 
     def work() -> None:
-        check_output(out)
-        result = cluster_table(read_table(input_file), column, model, k, threshold, seed)
-        write_table(result, out)
-        typer.echo(f"{len(result)} rows in {result['cluster'].n_unique() - result['cluster'].has_nulls()} clusters → {out}")
+        with _ray_encoding(engine, ray_address, ray_workers) as ray:
+            check_output(out)
+            result = cluster_table(read_table(input_file), column, model, k, threshold, seed,
+                                   encoder=_ray_loader(model, ray))
+            write_table(result, out)
+            typer.echo(f"{len(result)} rows in {result['cluster'].n_unique() - result['cluster'].has_nulls()} clusters → {out}")
 
     _product(work)
 

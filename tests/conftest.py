@@ -23,6 +23,8 @@ def pytest_collection_modifyitems(items):
 
 # cases that share a module fixture which each worker would build for itself: each group goes to one worker
 SHARED_FIXTURE_GROUPS = ("tests/reliability/test_interrupts.py",  # a DVC repository
+                         # one running Ray, whose worker processes keep the model libraries imported between tests
+                         "tests/test_ray_engine.py",
                          # one `bench-task` process for every task
                          "tests/reliability/test_odd_inputs.py::test_odd_unicode_and_100k_characters_in_a_benchmark_file")
 

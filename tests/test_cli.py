@@ -135,6 +135,9 @@ def _verb_commands(folder, model, index) -> dict[str, list[str]]:
     ("cluster", ["--threshold", "7"], "--threshold 7.0: a cosine score lies in [-1, 1]"),
     ("cluster", ["--k", "0"], "--k 0: between 1 and the 2 distinct names"),
     ("cluster", [], "give exactly one of --k"),
+    ("join", ["--engine", "spark"], "--engine 'spark': local or ray"),
+    ("cluster", ["--engine", "ray", "--model", "string", "--threshold", "0.5"],
+     "--engine ray encodes on Ray actors, and `string` encodes nothing"),
 ])
 def test_every_verb_checks_its_flags_before_it_loads_the_model(verb, flags, message, tiny_text_encoder, tiny_encoder,
                                                                  tmp_path, loads):

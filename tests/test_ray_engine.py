@@ -305,6 +305,51 @@ def test_a_row_a_node_read_that_makes_an_actor_raise_is_named_with_its_shard_and
 
 
 @pytest.mark.slow
+def test_the_verbs_on_ray_write_the_local_engines_bytes(tiny_encoder, tmp_path, running_ray):
+    """embed, index build, link, join and cluster with --engine ray: their names encoded by 2 actors on the
+    running Ray, into the same files as --engine local."""
+    from typer.testing import CliRunner
+
+    from pearl.cli import app
+    from pearl.index.encoder import load_encoder
+    from pearl.ray_encoding import RayEncoding
+
+    words = ["north", "river", "saint", "lake", "port", "new", "old", "upper", "fort", "bay"]
+    names = [f"{a} {b}{'s' * (i % 3)} {i % 7}" for i, (a, b) in enumerate((a, b) for a in words for b in words)]
+    misspelt = [name.replace("o", "0", 1).upper() if i % 2 else name[:-1] + "x" for i, name in enumerate(names)]
+    pl.DataFrame({"name": names}).write_csv(tmp_path / "left.csv")
+    pl.DataFrame({"name": misspelt}).write_csv(tmp_path / "right.csv")
+    (tmp_path / "names.txt").write_text("\n".join(names[:60]) + "\n")
+    model, runner = str(tiny_encoder), CliRunner()
+    for engine in ("local", "ray"):
+        out = tmp_path / engine
+        out.mkdir()
+        ray_flags = ["--engine", engine, "--ray-workers", "2"]
+        commands = [
+            ["embed", "--model", model, "--input", str(tmp_path / "names.txt"), "--batch-size", "4",
+             "--out", str(out / "v.npy")],  # 15 batches, in 2 actor calls of 8 batches
+            ["index", "build", "--input", str(tmp_path / "left.csv"), "--column", "name", "--model", model,
+             "--out", str(out / "idx")],
+            ["link", "--index", str(out / "idx"), "--input", str(tmp_path / "right.csv"), "--column", "name",
+             "--k", "3", "--out", str(out / "links.csv")],
+            ["join", str(tmp_path / "left.csv"), str(tmp_path / "right.csv"), "--left-on", "name", "--right-on", "name",
+             "--model", model, "--how", "left", "--out", str(out / "joined.csv")],
+            ["cluster", str(tmp_path / "right.csv"), "--column", "name", "--model", model, "--threshold", "0.9",
+             "--out", str(out / "clusters.csv")],
+        ]
+        for command in commands:
+            result = runner.invoke(app, command + ray_flags)
+            assert result.exit_code == 0, result.output
+    for name in ("v.npy", "idx/index.faiss", "idx/rows.parquet", "links.csv", "joined.csv", "clusters.csv"):
+        assert (tmp_path / "ray" / name).read_bytes() == (tmp_path / "local" / name).read_bytes(), name
+    # an actor call of one batch: every batch of the local order is an actor's
+    encoder = load_encoder(model, batch_size=8)
+    local = encoder.encode(misspelt + names[:5])
+    encoder.ray = RayEncoding(workers=2, batches=1)
+    assert encoder.encode(misspelt + names[:5]).tobytes() == local.tobytes()
+
+
+@pytest.mark.slow
 def test_pipelines_on_cpus_run_in_the_same_processes_each_building_its_actor_once(make_params, no_running_ray):
     """A pool of actors would start new processes for every pipeline, each importing the model libraries again
     (augment runs five pipelines): on CPUs, three pipelines run in no more processes than the Ray has CPUs."""

@@ -18,12 +18,14 @@ nearest its cluster's mean vector; for `string`, the highest mean Jaccard to the
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import polars as pl
 
 from pearl.errors import PearlError
 from pearl.index import trigrams
-from pearl.index.encoder import STRING, Encoder, load_encoder
+from pearl.index.encoder import STRING, Encoder, loaded
 from pearl.index.phrase_index import Index
 from pearl.log import get_logger
 from pearl.scores import TIE_TOLERANCE, check_score
@@ -39,10 +41,10 @@ NEIGHBOURS = 50
 EDGE_MARGIN = 1e-4
 
 
-def cluster_labels(texts: list[str], encoder: Encoder | str, k: int | None, threshold: float | None,
+def cluster_labels(texts: list[str], encoder: Encoder | str | Callable[[], Encoder], k: int | None, threshold: float | None,
                    seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """(label of each text, representative text index of each label), for distinct `texts`. `encoder`
-    may be a model to load: it loads once the flags pass their checks."""
+    may be a model to load (its name, or a loader): it loads once the flags pass their checks."""
     from sklearn.cluster import KMeans
 
     if (k is None) == (threshold is None):
@@ -50,8 +52,7 @@ def cluster_labels(texts: list[str], encoder: Encoder | str, k: int | None, thre
     check_score(threshold, "--threshold")
     if k is not None and not 1 <= k <= len(texts):
         raise PearlError(f"--k {k}: between 1 and the {len(texts)} distinct names")
-    if isinstance(encoder, str):
-        encoder = load_encoder(encoder)
+    encoder = loaded(encoder)
     if len(texts) == 1:
         return np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64)
     if encoder.kind == STRING:
@@ -179,7 +180,7 @@ def _representatives(labels: np.ndarray, centrality) -> np.ndarray:
 
 
 def cluster(table, column: str, model: str = "models/pearl", k: int | None = None, threshold: float | None = None,
-            seed: int = 0, *, encoder: Encoder | None = None):
+            seed: int = 0, *, encoder: Encoder | Callable[[], Encoder] | None = None):
     """Add `cluster`, `representative` and `cluster_size` to a polars or pandas DataFrame."""
     df = as_polars(table)
     cells = text_column(df, column, "the table", require_names=True)

@@ -9,8 +9,11 @@ exhaustively (see pearl.index.trigrams).
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -18,6 +21,9 @@ from pearl.embedder import Embedder
 from pearl.errors import PearlError
 from pearl.log import get_logger
 from pearl.pearl_base import check_trained
+
+if TYPE_CHECKING:
+    from pearl.ray_encoding import RayEncoding
 
 log = get_logger("encoder")
 
@@ -40,16 +46,21 @@ class ModelCard:
 class EmbeddingEncoder:
     kind = "embedding"
 
-    def __init__(self, model: str, prefix: str = "", batch_size: int = 128, device: str | None = None):
+    def __init__(self, model: str, prefix: str = "", batch_size: int = 128, device: str | None = None,
+                 ray: RayEncoding | None = None):
         self.embedder = Embedder(model, prefix, batch_size, _NO_LIMIT, device)
         st = self.embedder.model
         # a local folder by its absolute path, so the index can be queried from anywhere
         model_id = str(Path(model).resolve()) if Path(model).is_dir() else model
         self.card = ModelCard(model_id, self.kind, _weights_sha256(st), st.get_embedding_dimension(), prefix,
                               None if self.embedder.static else st.max_seq_length)
+        self.ray = ray
+        self._build = partial(Embedder, model_id, prefix, batch_size, _NO_LIMIT, device)  # the same, on a Ray actor
 
     def encode(self, texts: list[str]) -> np.ndarray:
-        """L2-normalised float32 rows; inner product is cosine."""
+        """L2-normalised float32 rows; inner product is cosine. On Ray actors with `ray`: the same bytes."""
+        if self.ray is not None:
+            return self.ray.encode(self.embedder, self._build, texts)
         return self.embedder.embed(texts)
 
     def truncated(self, texts: list[str]) -> int:
@@ -77,13 +88,16 @@ class StringEncoder:
 Encoder = EmbeddingEncoder | StringEncoder
 
 
-def load_encoder(model: str, prefix: str = "", batch_size: int = 128, device: str | None = None) -> Encoder:
+def load_encoder(model: str, prefix: str = "", batch_size: int = 128, device: str | None = None,
+                 ray: RayEncoding | None = None) -> Encoder:
     if not model:
         raise PearlError("--model is empty: give a PEARL export, a sentence-transformers id or directory, or `string`")
     if model == STRING:
+        if ray is not None:
+            raise PearlError("--engine ray encodes on Ray actors, and `string` encodes nothing: use --engine local")
         return StringEncoder()
     check_trained(model)
-    encoder = EmbeddingEncoder(model, prefix, batch_size, device)
+    encoder = EmbeddingEncoder(model, prefix, batch_size, device, ray)
     log.info("encoder %s: %d dimensions, reads %s tokens, weights %s…", model, encoder.card.dimension,
              encoder.card.max_tokens or "all its", encoder.card.sha256[:12])
     return encoder
@@ -97,3 +111,11 @@ def _weights_sha256(st) -> str:
         digest.update(name.encode())
         digest.update(tensor.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes())
     return digest.hexdigest()
+
+
+def loaded(encoder: Encoder | str | Callable[[], Encoder]) -> Encoder:
+    """A verb's encoder, loaded now if it came as a model name or a loader: once the verb's inputs passed
+    their checks."""
+    if isinstance(encoder, str):
+        return load_encoder(encoder)
+    return encoder if hasattr(encoder, "kind") else encoder()  # an encoder has its kind, a loader none

@@ -19,6 +19,7 @@ import json
 from dataclasses import asdict, dataclass, fields
 from importlib import metadata
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
@@ -30,6 +31,9 @@ from pearl.index.encoder import STRING, Encoder, ModelCard, load_encoder
 from pearl.log import get_logger
 from pearl.scores import rank
 from pearl.tables import as_polars, check_output_folder, require_column, text_column
+
+if TYPE_CHECKING:
+    from pearl.ray_encoding import RayEncoding
 
 log = get_logger("index")
 
@@ -258,14 +262,15 @@ class Index:
 
     @classmethod
     def load(cls, path: str | Path, model: str | None = None, *, batch_size: int = 128,
-             device: str | None = None) -> Index:
-        """Load an index and its encoder. `model`, when given, must be the one the index was built with."""
+             device: str | None = None, ray: RayEncoding | None = None) -> Index:
+        """Load an index and its encoder (on Ray actors with `ray`). `model`, when given, must be the one the index
+        was built with."""
         import faiss
 
         path = Path(path)
         manifest = read_manifest(path)
         card = ModelCard(**manifest["model"])
-        encoder = load_encoder(model or card.id, card.prefix, batch_size, device)
+        encoder = load_encoder(model or card.id, card.prefix, batch_size, device, ray)
         if encoder.card.sha256 != card.sha256 or encoder.card.kind != card.kind:
             raise PearlError(f"index {path} was built with model {card.id!r} (weights {card.sha256[:12]}…), "
                              f"not {model or card.id!r} (weights {encoder.card.sha256[:12]}…): query it with its own "

@@ -31,13 +31,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
 
 from pearl.errors import PearlError
-from pearl.index.encoder import STRING, Encoder, load_encoder
+from pearl.index.encoder import STRING, Encoder, loaded
 from pearl.index.phrase_index import Index
 from pearl.joining.select import SAMPLE, choose
 from pearl.log import get_logger
@@ -66,13 +67,14 @@ PRECISION_TARGET = 0.9
 SHOWN_FUNCTIONS = 5  # --explain names the join functions that gave the most joins
 
 
-def best_matches(left: pl.DataFrame, right: pl.DataFrame, left_on: str, right_on: str, encoder: Encoder | str,
+def best_matches(left: pl.DataFrame, right: pl.DataFrame, left_on: str, right_on: str,
+                 encoder: Encoder | str | Callable[[], Encoder],
                  threshold: float | None = None, string_weight: float = 0.0, candidates: int = 10,
                  calibration_quantile: float | None = None, precision_target: float | None = None,
                  sample: int = SAMPLE) -> JoinScores:
     """Each right row's best left row, chosen for `precision_target` (default PRECISION_TARGET) on a sample of
-    `sample` right rows unless a fixed scoring is asked for. `encoder` may be a model to load: it loads once the
-    inputs pass their checks."""
+    `sample` right rows unless a fixed scoring is asked for. `encoder` may be a model to load (its name, or a
+    loader): it loads once the inputs pass their checks."""
     check_score(threshold, "--threshold")
     if sample < 1:
         raise PearlError(f"--sample {sample}: at least 1 right row to choose on")
@@ -99,8 +101,7 @@ def best_matches(left: pl.DataFrame, right: pl.DataFrame, left_on: str, right_on
     left_renamed(left.columns, right.columns)
     left_cells = text_column(left, left_on, "the left table", require_names=True)
     right_cells = text_column(right, right_on, "the right table", require_names=True)
-    if isinstance(encoder, str):
-        encoder = load_encoder(encoder)
+    encoder = loaded(encoder)
     if precision_target is not None:
         return _chosen(left_cells, right_cells, len(right), encoder, precision_target, candidates, sample)
     index = Index.build(left_cells.texts, [str(r) for r in left_cells.rows], encoder=encoder, dedupe=True)

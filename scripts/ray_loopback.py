@@ -53,6 +53,16 @@ def raylets() -> set[int]:
     return {int(pid) for pid in found.stdout.split()}
 
 
+def start_loopback_nodes(address: str) -> set[int]:
+    """A Ray head at `address` and a worker node, 1 CPU each on 127.0.0.1; the worker's raylet pids, to kill."""
+    before = raylets()
+    sh("ray", "start", "--head", "--node-ip-address=127.0.0.1", f"--port={PORT}", "--num-cpus=1",
+       "--include-dashboard=false", "--disable-usage-stats")
+    head = raylets() - before
+    sh("ray", "start", f"--address={address}", "--node-ip-address=127.0.0.1", "--num-cpus=1")
+    return raylets() - before - head
+
+
 def set_params(project: Path, **values) -> None:
     params = yaml.safe_load((project / "params.yaml").read_text())
     for dotted, value in values.items():
@@ -115,12 +125,7 @@ def main() -> None:
         repro(project, "teacher", env={"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"})
         local = snapshot(project)
 
-        before = raylets()
-        sh("ray", "start", "--head", "--node-ip-address=127.0.0.1", f"--port={PORT}", "--num-cpus=1",
-           "--include-dashboard=false", "--disable-usage-stats")
-        head = raylets() - before
-        sh("ray", "start", f"--address={address}", "--node-ip-address=127.0.0.1", "--num-cpus=1")
-        worker = raylets() - before - head
+        worker = start_loopback_nodes(address)
         try:
             set_params(project, engine="ray", ray__address=address, ray__shared_storage=args.shared_storage)
             started = time.perf_counter()

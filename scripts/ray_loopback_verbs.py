@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from ray_loopback import PORT, raylets, sh
+from ray_loopback import PORT, sh, start_loopback_nodes
 
 PEARL = str(Path(sys.executable).parent / "pearl")
 OUTPUTS = ("index/index.faiss", "index/rows.parquet", "links.parquet", "joined.parquet", "clusters.parquet")
@@ -68,12 +68,7 @@ def main() -> None:
         seconds = run_all(verbs(args.left, args.right, args.model, args.threshold, local), [])
         print(f"local engine, one thread: {seconds:.0f} s", flush=True)
 
-        before = raylets()
-        sh("ray", "start", "--head", "--node-ip-address=127.0.0.1", f"--port={PORT}", "--num-cpus=1",
-           "--include-dashboard=false", "--disable-usage-stats")
-        head = raylets() - before
-        sh("ray", "start", f"--address={address}", "--node-ip-address=127.0.0.1", "--num-cpus=1")
-        worker = raylets() - before - head
+        worker = start_loopback_nodes(address)
         try:
             seconds = run_all(verbs(args.left, args.right, args.model, args.threshold, on_ray), ray_flags)
             differ = [name for name in OUTPUTS if (on_ray / name).read_bytes() != (local / name).read_bytes()]

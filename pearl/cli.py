@@ -330,10 +330,8 @@ def _ray_encoding(engine: str, address: str | None, workers: int):
         ray.close()
 
 
-def _ray_loader(model: str, ray) -> Callable | None:
-    """For Ray's engine, the loader of the encoder a verb calls once its inputs pass their checks."""
-    if ray is None:
-        return None
+def _encoder_loader(model: str, ray) -> Callable:
+    """The loader of the encoder (on Ray with `ray`) that a verb calls once its inputs pass their checks."""
     from functools import partial
 
     from pearl.index.encoder import load_encoder
@@ -481,7 +479,7 @@ def join(
             if how not in HOW:
                 raise PearlError(f"--how {how!r}: inner or left")
             left_df, right_df = read_table(left), read_table(right)
-            matches = best_matches(left_df, right_df, left_on, right_on, _ray_loader(model, ray) or model, threshold,
+            matches = best_matches(left_df, right_df, left_on, right_on, _encoder_loader(model, ray), threshold,
                                    string_weight, candidates, calibration_quantile, precision_target, sample)
             if explain:
                 typer.echo(explain_scores(matches))
@@ -515,7 +513,7 @@ def cluster(
         with _ray_encoding(engine, ray_address, ray_workers) as ray:
             check_output(out)
             result = cluster_table(read_table(input_file), column, model, k, threshold, seed,
-                                   encoder=_ray_loader(model, ray))
+                                   encoder=_encoder_loader(model, ray))
             write_table(result, out)
             typer.echo(f"{len(result)} rows in {result['cluster'].n_unique() - result['cluster'].has_nulls()} clusters → {out}")
 

@@ -241,6 +241,7 @@ def main() -> None:
         return
     if args.write_tables:
         names = Names()
+        args.write_tables.mkdir(parents=True, exist_ok=True)
         pl.DataFrame({"name": names.left}).write_parquet(args.write_tables / "left.parquet")
         texts, _, _ = right_table(names, int(args.sizes.split(",")[0]), args.seed)
         pl.DataFrame({"name": texts}).write_parquet(args.write_tables / "right.parquet")

@@ -562,13 +562,22 @@ def serve(
     max_texts: Annotated[int, typer.Option(min=1, help="texts per request, at most")] = 1000,
     max_chars: Annotated[int, typer.Option(min=1, help="characters per text, at most")] = 1000,
     batch_texts: Annotated[int, typer.Option(min=1, help="texts per model call, over concurrent requests")] = 1024,
+    max_body_bytes: Annotated[int, typer.Option(min=1, help="bytes per request body, at most (more: 413)")] = 2_000_000,
+    max_queued_texts: Annotated[int, typer.Option(
+        min=1, help="texts admitted and not yet answered, over all requests; more: 429 with Retry-After")] = 8192,
+    api_key: Annotated[str | None, typer.Option(
+        envvar="PEARL_API_KEY", show_default=False,
+        help="a Bearer token every route but /health requires (default: none; prefer the variable to the flag)")] = None,
 ) -> None:
-    """Serve an index and its model over HTTP: POST /embed, /link, /types; GET /health; OpenAPI page at /docs."""
+    """Serve an index and its model over HTTP: POST /embed, /link, /types and OpenAI's /v1/embeddings; GET /health
+    and /metrics; OpenAPI page at /docs."""
     from pearl.serve.app import ServeSettings
     from pearl.serve.run import serve as run_server
 
     _product(lambda: run_server(index_dir, host, port, model, types_model,
-                                ServeSettings(max_texts=max_texts, max_chars=max_chars, batch_texts=batch_texts)))
+                                ServeSettings(max_texts=max_texts, max_chars=max_chars, batch_texts=batch_texts,
+                                              max_body_bytes=max_body_bytes, max_queued_texts=max_queued_texts,
+                                              api_key=api_key)))
 
 
 @app.command()

@@ -8,6 +8,7 @@
    says which.
 Both nodes are stopped at the end, whatever happens. Tables: Parquet files with a `name` column
 (`benchmarks/verbs_scale.py --write-tables DIR` writes GeoNames names and generated forms of them).
+What it prints is written to --out as well (docs/measurements.md includes it).
 
     python scripts/ray_loopback_verbs.py --left LEFT.parquet --right RIGHT.parquet --model models/pearl
 """
@@ -20,7 +21,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from datetime import date
 from pathlib import Path
+
+import polars as pl
 
 from ray_loopback import PORT, sh, start_loopback_nodes
 
@@ -53,7 +57,18 @@ def main() -> None:
     parser.add_argument("--threshold", type=float, default=0.8, help="cluster --threshold")
     parser.add_argument("--kill-after", type=float, default=10.0,
                         help="seconds after the cluster joins the Ray to kill the worker node")
+    parser.add_argument("--out", type=Path, default=Path("metrics/ray_loopback_verbs.md"))
     args = parser.parse_args()
+    rows = {side: pl.scan_parquet(path).select(pl.len()).collect().item() for side, path in
+            (("left", args.left), ("right", args.right))}
+    report = [f"Measured {date.today()} by `python scripts/ray_loopback_verbs.py --model {Path(args.model).name} "
+              f"--threshold {args.threshold:g} --kill-after {args.kill_after:g}` on {os.cpu_count()} CPU cores: "
+              f"{rows['left']:,} left names, {rows['right']:,} right names.", ""]
+
+    def say(line: str) -> None:
+        print(line, flush=True)
+        report.extend([line, ""])
+
     os.environ.update(RAY_AUTH_MODE="token", RAY_USAGE_STATS_ENABLED="0", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1",
                       PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
     sh("ray", "get-auth-token", "--generate")
@@ -66,14 +81,14 @@ def main() -> None:
             folder.mkdir()
         # one thread, as each 1-CPU actor has: CPU matrix products split a small batch by thread
         seconds = run_all(verbs(args.left, args.right, args.model, args.threshold, local), [])
-        print(f"local engine, one thread: {seconds:.0f} s", flush=True)
+        say(f"local engine, one thread: {seconds:.0f} s")
 
         worker = start_loopback_nodes(address)
         try:
             seconds = run_all(verbs(args.left, args.right, args.model, args.threshold, on_ray), ray_flags)
             differ = [name for name in OUTPUTS if (on_ray / name).read_bytes() != (local / name).read_bytes()]
-            print(f"1. index build, link, join and cluster on two loopback nodes: {seconds:.0f} s; files other "
-                  f"than local: {differ or 'none'}", flush=True)
+            say(f"1. index build, link, join and cluster on two loopback nodes: {seconds:.0f} s; files other "
+                f"than local: {differ or 'none'}")
 
             cluster = verbs(args.left, args.right, args.model, args.threshold, killed)[-1]
             stage = subprocess.Popen([PEARL, *cluster, *ray_flags], stderr=subprocess.PIPE,
@@ -94,10 +109,14 @@ def main() -> None:
             outcome = ("finished with the local engine's bytes" if code == 0 and same else
                        "failed: " + (errors[-1] if errors else lines[-1].strip()))
             leftovers = sorted(p.name for p in killed.iterdir() if p.name != "clusters.parquet")
-            print(f"2. worker node killed {args.kill_after:g} s into cluster's encoding: exit {code}, {outcome}; "
-                  f"other files left: {leftovers or 'none'}")
+            say(f"2. worker node killed {args.kill_after:g} s after cluster joined the Ray: exit {code}, {outcome}; "
+                f"other files left: {leftovers or 'none'}")
         finally:
             sh("ray", "stop", "--force")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = args.out.with_suffix(".tmp")
+    tmp.write_text("\n".join(report).rstrip() + "\n", encoding="utf-8")
+    tmp.replace(args.out)
 
 
 if __name__ == "__main__":

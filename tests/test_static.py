@@ -95,6 +95,10 @@ def test_the_verbs_encoder_reads_whole_texts_in_large_batches(static):
     names = [f"name {i}" for i in range(STATIC_BATCH + 5)]
     assert [len(batch) for batch in encoder.embedder.batches(names)] == [STATIC_BATCH, 5]
     assert np.allclose(encoder.encode(TEXTS), load(out).encode(TEXTS), atol=1e-6)
+    # `pearl serve`'s OpenAI usage: the tokens the static module reads, no special tokens
+    from pearl.serve.app import token_count
+
+    assert token_count(encoder.embedder, ["new york " * 100, "zoo"]) == 201
 
 
 def test_a_missing_source_fails_in_one_line_before_model2vec_loads(make_params, tmp_path):

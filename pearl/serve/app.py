@@ -1,30 +1,43 @@
-"""The HTTP service: an index and its model, loaded once, behind four endpoints.
+"""The HTTP service: an index and its model, loaded once, behind its endpoints.
 
-POST /embed, /link and /types check every text before any model work, then hand it to a
-MicroBatcher, so concurrent requests share model calls. Every refusal is a 4xx whose JSON body is
-{"error": one line}; GET /docs is the OpenAPI page.
+POST /embed, /link, /types and OpenAI's /v1/embeddings check every text before any model work,
+then hand it to a MicroBatcher, so concurrent requests share model calls. Every refusal is a 4xx
+(or a 500) whose JSON body is {"error": one line}, in OpenAI's error object on /v1/; GET /docs is
+the OpenAPI page and GET /metrics Prometheus's. A Guard in front checks the API key and the body's
+size before the app reads it.
 """
 
 from __future__ import annotations
 
+import base64
 import threading
 from collections.abc import Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
+import numpy as np
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from starlette.exceptions import HTTPException
+from starlette.responses import Response
 
 from pearl.errors import PearlError
 from pearl.index.encoder import STRING
 from pearl.index.phrase_index import Index
 from pearl.linking.link import kept_candidates
 from pearl.lone_surrogates import reject_lone_surrogate
-from pearl.serve.batcher import MicroBatcher
+from pearl.serve.batcher import Backlog, MicroBatcher, QueueFull
+from pearl.serve.errors import error_response
+from pearl.serve.guard import Guard
+from pearl.serve.metrics import ServeMetrics
 from pearl.serve.schemas import (Candidate, EmbedRequest, EmbedResponse, Error, Health, LinkedMention, LinkRequest,
-                                 LinkResponse, PhraseType, TypesRequest, TypesResponse)
+                                 LinkResponse, OpenAIEmbedding, OpenAIEmbeddingsRequest, OpenAIEmbeddingsResponse,
+                                 OpenAIUsage, PhraseType, TypesRequest, TypesResponse)
 from pearl.types.predict import TypeHead
+
+ROUTES = ("/embed", "/link", "/types", "/v1/embeddings", "/health", "/metrics", "/docs", "/openapi.json")
 
 
 @dataclass(frozen=True)
@@ -32,6 +45,22 @@ class ServeSettings:
     max_texts: int = 1000  # per request
     max_chars: int = 1000  # per text: names are short; a longer text is refused, not truncated unseen
     batch_texts: int = 1024  # per model call, over the requests batched together
+    max_body_bytes: int = 2_000_000  # TEI's payload limit; 1,000 texts of 1,000 characters fit
+    max_queued_texts: int = 8192  # admitted and not yet answered, over all requests; then 429
+    api_key: str | None = None  # a Bearer token on every route but /health
+
+    def __post_init__(self):
+        if self.max_queued_texts < self.max_texts:
+            raise PearlError(f"--max-queued-texts {self.max_queued_texts} is below --max-texts {self.max_texts}: "
+                             "the largest request could never be queued; raise it")
+        if self.api_key is not None and not self.api_key.strip():
+            raise PearlError("--api-key (or PEARL_API_KEY) is blank: give a key, or leave it unset to serve without one")
+
+
+def public_name(model_id: str) -> str:
+    """A model as the service names it: a local folder by its own name, never by where it lies on the server."""
+    path = Path(model_id)
+    return path.name if path.is_absolute() or path.is_dir() else model_id
 
 
 @dataclass(frozen=True)
@@ -48,19 +77,27 @@ class TypeModel:
 
 
 class BadRequest(Exception):
-    def __init__(self, message: str, status: int = 422):
+    def __init__(self, message: str, status: int = 422, param: str | None = None):
         super().__init__(message)
-        self.status = status
+        self.status, self.param = status, param
 
 
 def create_app(index: Index, manifest: dict, settings: ServeSettings = ServeSettings(),
                types: TypeModel | None = None, served_as: str | None = None) -> FastAPI:
     """The app for `index` (already loaded); `served_as` is the model name the index was loaded with."""
-    model_id = index.encoder.card.id
-    lock = threading.Lock()
-    embedder = MicroBatcher(lambda jobs: _split(index.encoder.encode(_joined(jobs)), jobs), lock, settings.batch_texts)
-    linker = MicroBatcher(lambda jobs: _link(index, jobs), lock, settings.batch_texts)
-    typer_ = MicroBatcher(lambda jobs: _split(types.predict(_joined(jobs)), jobs), lock, settings.batch_texts)
+    model_id = public_name(index.encoder.card.id)
+    names = {model_id, index.encoder.card.id, served_as}  # what a request's `model` may say
+    types_names = set() if types is None else {public_name(types.id), types.id}
+    lock, backlog = threading.Lock(), Backlog(settings.max_queued_texts)
+    metrics = ServeMetrics(lambda: backlog.texts)
+
+    def batcher(work, endpoint: str) -> MicroBatcher:
+        return MicroBatcher(work, lock, settings.batch_texts, backlog,
+                            metrics.batch_texts.labels(endpoint).observe)
+
+    embedder = batcher(lambda jobs: _embed(index, jobs), "embed")
+    linker = batcher(lambda jobs: _link(index, jobs), "link")
+    typer_ = batcher(lambda jobs: _split(types.predict(_joined(jobs)), jobs), "types")
     batchers = (embedder, linker, typer_)
 
     @asynccontextmanager
@@ -74,18 +111,42 @@ def create_app(index: Index, manifest: dict, settings: ServeSettings = ServeSett
     app = FastAPI(title="pearl", summary="Phrase embeddings, entity linking and phrase types from one index",
                   version=manifest.get("pearl_version", ""), lifespan=lifespan,
                   responses={422: {"model": Error, "description": "bad input: the body's error names it"}})
+    app.add_middleware(Guard, api_key=settings.api_key, max_body_bytes=settings.max_body_bytes, metrics=metrics,
+                       routes=frozenset(ROUTES))
 
     @app.exception_handler(BadRequest)
-    async def bad_request(request: Request, error: BadRequest) -> JSONResponse:
-        return JSONResponse({"error": str(error)}, status_code=error.status)
+    async def bad_request(request: Request, error: BadRequest):
+        return error_response(request.url.path, str(error), error.status, param=error.param)
+
+    @app.exception_handler(QueueFull)
+    async def queue_full(request: Request, error: QueueFull):
+        metrics.refused.inc()
+        return error_response(request.url.path, str(error), 429, headers={"Retry-After": str(error.retry_after)})
 
     @app.exception_handler(RequestValidationError)
-    async def invalid_body(request: Request, error: RequestValidationError) -> JSONResponse:
-        return JSONResponse({"error": _one_line(error.errors())}, status_code=422)
+    async def invalid_body(request: Request, error: RequestValidationError):
+        return error_response(request.url.path, _one_line(error.errors()), 422)
 
-    def check(texts: list[str], field: str, model: str | None, served: str) -> None:
-        if model is not None and model not in {served, served_as}:
-            raise BadRequest(f"model: {model!r} is not served here; this server serves {served!r}")
+    @app.exception_handler(HTTPException)
+    async def http_error(request: Request, error: HTTPException):
+        allowed = (error.headers or {}).get("Allow")
+        message = {404: f"no route {request.url.path}: the routes are POST /embed, /link, /types, /v1/embeddings "
+                        "and GET /health, /metrics, /docs",
+                   405: f"{request.method} {request.url.path}: not allowed here; send {allowed}",
+                   # FastAPI's words for a body its JSON reader gave up on (a RecursionError, bytes not UTF-8)
+                   400: "the body could not be read: JSON nested too deeply, or bytes that are not UTF-8"}.get(
+                       error.status_code, str(error.detail))
+        return error_response(request.url.path, message, error.status_code, headers=error.headers)
+
+    @app.exception_handler(Exception)
+    async def server_error(request: Request, error: Exception):  # logged by the server as well
+        first = (str(error).splitlines() or [""])[0]
+        return error_response(request.url.path, f"internal error ({type(error).__name__}: {first}); the server's log "
+                              "has the rest", 500)
+
+    def check(texts: list[str], field: str, model: str | None, served: str, accepted: set[str]) -> None:
+        if model is not None and model not in accepted:
+            raise BadRequest(f"model: {model!r} is not served here; this server serves {served!r}", param="model")
         if not texts:
             raise BadRequest(f"{field} is empty: send at least one text")
         if len(texts) > settings.max_texts:
@@ -107,13 +168,33 @@ def create_app(index: Index, manifest: dict, settings: ServeSettings = ServeSett
         if index.encoder.kind == STRING:
             raise BadRequest("this index's encoder is `string`, which has no vectors: serve an index built with "
                              "an embedding model to use /embed", 400)
-        check(body.texts, "texts", body.model, model_id)
-        vectors = await embedder.submit(body.texts, len(body.texts))
+        check(body.texts, "texts", body.model, model_id, names)
+        vectors, _ = await embedder.submit((body.texts, False), len(body.texts))
         return EmbedResponse(model=model_id, dimension=vectors.shape[1], vectors=vectors.tolist())
+
+    @app.post("/v1/embeddings", response_model=OpenAIEmbeddingsResponse,
+              summary="OpenAI's embeddings API: the vectors of the texts, as the `openai` client reads them")
+    async def openai_embeddings(body: OpenAIEmbeddingsRequest) -> OpenAIEmbeddingsResponse:
+        if index.encoder.kind == STRING:
+            raise BadRequest("this index's encoder is `string`, which has no vectors: serve an index built with "
+                             "an embedding model to use /v1/embeddings", 400)
+        texts = _openai_texts(body.input)
+        check(texts, "input", body.model, model_id, names)
+        dimension = index.encoder.card.dimension
+        if body.dimensions is not None and body.dimensions != dimension:
+            raise BadRequest(f"dimensions: {model_id!r} gives {dimension}-dimensional vectors and does not shorten "
+                             f"them; drop `dimensions` or send {dimension}", param="dimensions")
+        vectors, tokens = await embedder.submit((texts, True), len(texts))
+        if body.encoding_format == "base64":
+            encoded = [base64.b64encode(row.astype("<f4").tobytes()).decode() for row in vectors]
+        else:
+            encoded = vectors.tolist()
+        return OpenAIEmbeddingsResponse(data=[OpenAIEmbedding(index=i, embedding=e) for i, e in enumerate(encoded)],
+                                        model=model_id, usage=OpenAIUsage(prompt_tokens=tokens, total_tokens=tokens))
 
     @app.post("/link", response_model=LinkResponse, summary="Each mention's top k names of the index")
     async def link(body: LinkRequest) -> LinkResponse:
-        check(body.mentions, "mentions", body.model, model_id)
+        check(body.mentions, "mentions", body.model, model_id, names)
         results = await linker.submit(body, len(body.mentions))
         return LinkResponse(model=model_id, results=results)
 
@@ -122,17 +203,52 @@ def create_app(index: Index, manifest: dict, settings: ServeSettings = ServeSett
         if types is None:
             raise BadRequest(f"no type head: {model_id!r} is not a PEARL export; start `pearl serve` with "
                              "--types-model pointing at one (models/pearl)", 400)
-        check(body.phrases, "phrases", body.model, types.id)
+        check(body.phrases, "phrases", body.model, public_name(types.id), types_names)
         rows = await typer_.submit(body.phrases, len(body.phrases))
-        return TypesResponse(model=types.id, types=[PhraseType(**row) for row in rows])
+        return TypesResponse(model=public_name(types.id), types=[PhraseType(**row) for row in rows])
+
+    shown = {**manifest, "model": {**manifest["model"], "id": model_id}}
 
     @app.get("/health", response_model=Health, summary="The model, the index's manifest and its size")
     async def health() -> Health:
-        return Health(status="ok", model=model_id, count=len(index), manifest=manifest,
-                      types_model=None if types is None else types.id,
+        return Health(status="ok", model=model_id, count=len(index), manifest=shown,
+                      types_model=None if types is None else public_name(types.id),
                       batches=sum(batcher.batches for batcher in batchers))
 
+    @app.get("/metrics", summary="Prometheus metrics: requests by route and status, latency, batch sizes, queue")
+    async def prometheus() -> Response:
+        return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
     return app
+
+
+def _openai_texts(sent: str | list) -> list[str]:
+    """OpenAI's `input` as a list of strings; token arrays (what LangChain sends by default) are refused."""
+    if isinstance(sent, str):
+        return [sent]
+    for i, item in enumerate(sent):
+        if not isinstance(item, str):
+            tokens = " (token arrays are not read: send the texts; LangChain: OpenAIEmbeddings(" \
+                     "check_embedding_ctx_length=False))" if isinstance(item, int | list) else ""
+            raise BadRequest(f"input[{i}] is a {type(item).__name__}, not a string{tokens}", param="input")
+    return sent
+
+
+def _embed(index: Index, jobs: Sequence[tuple[list[str], bool]]) -> list[tuple[np.ndarray, int | None]]:
+    """Each job's vectors, and its token count where it asked for one (OpenAI's usage)."""
+    vectors = _split(index.encoder.encode(_joined([texts for texts, _ in jobs])), [texts for texts, _ in jobs])
+    return [(rows, token_count(index.encoder.embedder, texts) if counted else None)
+            for rows, (texts, counted) in zip(vectors, jobs)]
+
+
+def token_count(embedder, texts: list[str]) -> int:
+    """The tokens the model reads for these texts, special tokens included: what an API bills as usage."""
+    prefixed = [embedder.prefix + text for text in texts]
+    tokenizer = embedder.model.tokenizer
+    if embedder.static:  # a `tokenizers.Tokenizer`, which reads whole texts
+        return sum(len(encoding.ids) for encoding in tokenizer.encode_batch(prefixed, add_special_tokens=False))
+    ids = tokenizer(prefixed, truncation=True, max_length=embedder.model.max_seq_length)["input_ids"]
+    return sum(len(row) for row in ids)
 
 
 def _joined(jobs: Sequence[list[str]]) -> list[str]:
@@ -149,10 +265,17 @@ def _split(values, jobs: Sequence[list[str]]) -> list:
 
 
 def _link(index: Index, jobs: Sequence[LinkRequest]) -> list[list[LinkedMention]]:
-    """One search for the batch, as deep as its largest k; each request keeps its own k and min_score."""
-    scores, rows = index.search(_joined([job.mentions for job in jobs]), max(job.k for job in jobs))
-    results, start = [], 0
+    """One search per k in the batch, so that a request's answer does not depend on the requests beside it:
+    an HNSW index searches deeper for a larger k. Each request keeps its own min_score."""
+    found = {}
+    for k in sorted({job.k for job in jobs}):
+        mentions = _joined([job.mentions for job in jobs if job.k == k])
+        found[k] = index.search(mentions, k)
+    starts = dict.fromkeys(found, 0)
+    results = []
     for job in jobs:
+        (scores, rows), start = found[job.k], starts[job.k]
+        starts[job.k] += len(job.mentions)
         linked = []
         for i, mention in enumerate(job.mentions, start):
             kept = kept_candidates(scores[i][:job.k], rows[i][:job.k], job.min_score)
@@ -161,7 +284,6 @@ def _link(index: Index, jobs: Sequence[LinkRequest]) -> list[list[LinkedMention]
                 candidates=[Candidate(rank=rank, id=index.ids[row], name=index.names[row], score=score)
                             for rank, (score, row) in enumerate(kept, 1)]))
         results.append(linked)
-        start += len(job.mentions)
     return results
 
 

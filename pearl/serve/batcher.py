@@ -4,15 +4,48 @@ A request waits for no timer: when the model is idle its texts go at once, and t
 while a batch runs are taken together by the next one, so batches grow with the load and a lone
 request pays no added latency. Model calls run in a thread (the event loop keeps accepting) under
 one lock that every endpoint shares, so two batches never compete for the same cores.
+
+The endpoints share one Backlog too: the texts admitted and not yet answered. A request that would
+take it past its bound is refused at once (QueueFull: 429) instead of waiting in a queue that grows
+without end.
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+
+class QueueFull(Exception):
+    def __init__(self, message: str, retry_after: int):
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class Backlog:
+    """The texts admitted and not yet answered, bounded by `limit`; and the last model call's pace."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.texts = 0
+        self.texts_per_s = 0.0
+
+    def admit(self, size: int) -> None:
+        if self.texts + size > self.limit:
+            # the time the model needs for what is queued, at the last call's pace: a hint, at least 1 s
+            wait = self.texts / self.texts_per_s if self.texts_per_s else 1.0
+            retry = min(60, max(1, math.ceil(wait)))
+            raise QueueFull(f"the server holds {self.texts} queued texts, at most {self.limit} (its "
+                            f"--max-queued-texts): retry in {retry} s", retry)
+        self.texts += size
+
+    def release(self, size: int) -> None:
+        self.texts -= size
 
 
 @dataclass
@@ -26,12 +59,16 @@ class MicroBatcher:
     """`await submit(job, size)` returns `work([job, …])`'s result for that job.
 
     `work` takes the jobs of one batch and returns one result per job, in order. A batch holds at
-    least one job and, beyond that, at most `max_size` in total of the jobs' sizes (texts)."""
+    least one job and, beyond that, at most `max_size` in total of the jobs' sizes (texts).
+    `on_batch(texts)` is told each model call's size."""
 
-    def __init__(self, work: Callable[[Sequence[Any]], list[Any]], lock: threading.Lock, max_size: int):
+    def __init__(self, work: Callable[[Sequence[Any]], list[Any]], lock: threading.Lock, max_size: int,
+                 backlog: Backlog | None = None, on_batch: Callable[[int], None] = lambda texts: None):
         self._work = work
         self._lock = lock
         self._max_size = max_size
+        self._backlog = backlog or Backlog(math.inf)
+        self._on_batch = on_batch
         self._queue: asyncio.Queue[_Pending] | None = None
         self._task: asyncio.Task | None = None
         self.batches = 0  # how many model calls ran: the tests and /health read it
@@ -49,9 +86,13 @@ class MicroBatcher:
     async def submit(self, job: Any, size: int) -> Any:
         if self._queue is None:
             raise RuntimeError("MicroBatcher.start() was not called (the app's lifespan starts it)")
-        done = asyncio.get_running_loop().create_future()
-        self._queue.put_nowait(_Pending(job, size, done))
-        return await done
+        self._backlog.admit(size)
+        try:
+            done = asyncio.get_running_loop().create_future()
+            self._queue.put_nowait(_Pending(job, size, done))
+            return await done
+        finally:
+            self._backlog.release(size)
 
     async def _serve(self) -> None:
         carried = None  # the job that did not fit the last batch opens the next
@@ -68,8 +109,11 @@ class MicroBatcher:
             waiting = [pending for pending in batch if not pending.done.cancelled()]  # a client that hung up
             if not waiting:
                 continue
+            texts, started = sum(pending.size for pending in waiting), time.perf_counter()
             try:
                 results = await asyncio.to_thread(self._run, [pending.job for pending in waiting])
+                self._backlog.texts_per_s = texts / max(time.perf_counter() - started, 1e-6)
+                self._on_batch(texts)
             except Exception as error:  # each request of the batch gets the error
                 for pending in waiting:
                     if not pending.done.done():

@@ -62,5 +62,6 @@ def serve(index_dir: Path, host: str, port: int, model: str | None, types_model:
     check_port_free(host, port)
     app, index, types = build_app(index_dir, model, types_model, settings)
     print(f"serving {len(index)} names of {index_dir} with {index.encoder.card.id} on http://{host}:{port} "
-          f"(OpenAPI page: /docs; /types: {'off' if types is None else types.id})", flush=True)
+          f"(OpenAPI page: /docs; /types: {'off' if types is None else types.id}; API key: "
+          f"{'required' if settings.api_key else 'none, anyone who reaches the port is served'})", flush=True)
     uvicorn.run(app, host=host, port=port, log_level="warning")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 _MODEL = Field(None, description="the served model's id (GET /health shows it); when given, a request for "
@@ -31,8 +33,10 @@ class EmbedResponse(BaseModel):
 
 class LinkRequest(_Request):
     mentions: list[str] = _texts("the strings to link to the index's names")
-    k: int = Field(5, ge=1, le=1000, description="candidates per mention (fewer when the index holds fewer names)")
-    min_score: float | None = Field(None, ge=-1.0, le=1.0, description="candidates below this score are dropped; "
+    # strict: JSON's true is not the number 1
+    k: int = Field(5, ge=1, le=1000, strict=True,
+                   description="candidates per mention (fewer when the index holds fewer names)")
+    min_score: float | None = Field(None, ge=-1.0, le=1.0, strict=True, description="candidates below this score are dropped; "
                                     "a mention left without any is returned with matched false and its best score")
     model: str | None = _MODEL
 
@@ -76,11 +80,42 @@ class TypesResponse(BaseModel):
     types: list[PhraseType] = Field(description="one entry per phrase, in request order")
 
 
+class OpenAIEmbeddingsRequest(_Request):
+    input: str | list = Field(description="a string or a list of strings, none blank, at most the server's "
+                                          "--max-texts per request and --max-chars characters each; token arrays "
+                                          "are refused")
+    model: str | None = _MODEL
+    encoding_format: Literal["float", "base64"] = Field(
+        "float", description="float: lists of numbers; base64: each vector's little-endian float32 bytes")
+    dimensions: int | None = Field(None, strict=True, description="when given, the model's own dimension: "
+                                                                  "vectors are not shortened")
+    user: str | None = Field(None, description="the end user, as OpenAI's API takes it; not used")
+
+
+class OpenAIEmbedding(BaseModel):
+    object: Literal["embedding"] = Field("embedding", description="always embedding")
+    index: int = Field(description="the position of its text in `input`")
+    embedding: list[float] | str = Field(description="the L2-normalised vector, or its bytes in base64")
+
+
+class OpenAIUsage(BaseModel):
+    prompt_tokens: int = Field(description="the model tokenizer's tokens over all texts, special tokens included")
+    total_tokens: int = Field(description="the same: embeddings have no completion tokens")
+
+
+class OpenAIEmbeddingsResponse(BaseModel):
+    object: Literal["list"] = Field("list", description="always list")
+    data: list[OpenAIEmbedding] = Field(description="one entry per text, in `input` order")
+    model: str = Field(description="the model that embedded the texts")
+    usage: OpenAIUsage = Field(description="the tokens the request cost")
+
+
 class Health(BaseModel):
     status: str = Field(description="ok once the index and its model are loaded")
-    model: str = Field(description="the index's model id; requests may name it in their `model` field")
+    model: str = Field(description="the index's model name; requests may name it in their `model` field")
     count: int = Field(description="how many names the index holds")
-    manifest: dict = Field(description="the index's manifest.json: format, pearl version, encoder, index kind")
+    manifest: dict = Field(description="the index's manifest.json (format, pearl version, encoder, index kind), "
+                                       "its model named as `model` is")
     types_model: str | None = Field(description="the PEARL export POST /types uses, or null when it is off")
     batches: int = Field(description="model calls so far: fewer than requests when concurrent requests were batched")
 

@@ -72,11 +72,11 @@ def table() -> str:
                     f"exit 1, one line: “…{_cell(expect)}…”; no file changed |")
     for number, (what, command, happens, _) in enumerate(SCENARIOS, start=len(CASES) + 1):
         rows.append(f"| {number} | {_cell(what)} | {_cell(command)} | {_cell(happens)} |")
-    for number, (what, path, body, status, words) in enumerate(BAD_REQUESTS, start=len(CASES) + len(SCENARIOS) + 1):
-        sent = body if isinstance(body, str) else json.dumps(body, ensure_ascii=False)
+    for number, case in enumerate(BAD_REQUESTS, start=len(CASES) + len(SCENARIOS) + 1):
+        sent = case.body if isinstance(case.body, str) else json.dumps(case.body, ensure_ascii=False)
         sent = sent if len(sent) <= 60 else sent[:57] + "…"
-        rows.append(f"| {number} | a request with {_cell(what)} | `pearl serve`: `POST {path}` `{_cell(sent)}` | "
-                    f"{status}, one JSON line: “…{_cell(words)}…” |")
+        rows.append(f"| {number} | a request with {_cell(case.what)} | `pearl serve`: `POST {case.path}` "
+                    f"`{_cell(sent)}` | {case.status}, one JSON line: “…{_cell(case.words)}…” |")
     return "\n".join(rows) + "\n"
 
 

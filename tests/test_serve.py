@@ -159,7 +159,8 @@ def test_a_string_index_serves_links_but_refuses_vectors_and_types(string_index)
 def test_the_openapi_page_describes_every_field(client):
     schemas = client.get("/openapi.json").json()["components"]["schemas"]
     ours = ["EmbedRequest", "EmbedResponse", "LinkRequest", "LinkResponse", "LinkedMention", "Candidate",
-            "TypesRequest", "TypesResponse", "PhraseType", "Health", "Error"]
+            "TypesRequest", "TypesResponse", "PhraseType", "Health", "Error", "OpenAIEmbeddingsRequest",
+            "OpenAIEmbeddingsResponse", "OpenAIEmbedding", "OpenAIUsage"]
     undescribed = [f"{name}.{field}" for name in ours for field, spec in schemas[name]["properties"].items()
                    if not spec.get("description")]
     assert undescribed == []

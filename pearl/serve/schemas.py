@@ -36,8 +36,9 @@ class LinkRequest(_Request):
     # strict: JSON's true is not the number 1
     k: int = Field(5, ge=1, le=1000, strict=True,
                    description="candidates per mention (fewer when the index holds fewer names)")
-    min_score: float | None = Field(None, ge=-1.0, le=1.0, strict=True, description="candidates below this score are dropped; "
-                                    "a mention left without any is returned with matched false and its best score")
+    min_score: float | None = Field(None, ge=-1.0, le=1.0, strict=True,
+                                    description="candidates below this score are dropped; a mention left without any "
+                                                "is returned with matched false and its best score")
     model: str | None = _MODEL
 
 

@@ -39,7 +39,7 @@ import numpy as np
 
 from pearl.index.phrase_index import Index
 from pearl.model_ids import resolve_model
-from serve_latency import free_port
+from serve_latency import free_port, start_server, wait_until_up
 from verbs_scale import Names
 
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
@@ -54,28 +54,6 @@ class Tally:
     server_errors: int = 0
     lost: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
-
-
-def wait_until_up(process: subprocess.Popen, url: str, name: str) -> None:
-    deadline = time.monotonic() + 300
-    while True:
-        if process.poll() is not None:
-            sys.exit(f"{name} exited: {process.stderr.read().strip()[-2000:]}")
-        try:
-            httpx.get(url, timeout=5)
-            return
-        except httpx.TransportError:
-            if time.monotonic() > deadline:
-                process.terminate()
-                sys.exit(f"{name} did not answer within 300 s")
-            time.sleep(0.5)
-
-
-def start_pearl(index_dir: Path, port: int) -> subprocess.Popen:
-    command = [str(Path(sys.executable).with_name("pearl")), "serve", "--index", str(index_dir), "--port", str(port)]
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    wait_until_up(process, f"http://127.0.0.1:{port}/health", "pearl serve")
-    return process
 
 
 def start_infinity(model_dir: str, port: int) -> subprocess.Popen:
@@ -230,7 +208,7 @@ def main() -> None:
         index_dir = Path(scratch) / "index"
         Index.build(names[:100], model=MODEL).save(index_dir)  # /v1/embeddings does not search it
         port = free_port()
-        server = start_pearl(index_dir, port)
+        server = start_server(index_dir, port)
         try:
             base = f"http://127.0.0.1:{port}"
             served = httpx.get(f"{base}/health").json()["model"]

@@ -46,21 +46,27 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
+def wait_until_up(process: subprocess.Popen, url: str, name: str) -> None:
+    """Until `url` answers; the script exits in one line if the server exits or stays silent for 300 s."""
+    deadline = time.monotonic() + 300
+    while True:
+        if process.poll() is not None:
+            sys.exit(f"{name} exited: {process.stderr.read().strip()[-2000:]}")
+        try:
+            httpx.get(url, timeout=5)
+            return
+        except httpx.TransportError:
+            if time.monotonic() > deadline:
+                process.terminate()
+                sys.exit(f"{name} did not answer within 300 s")
+            time.sleep(0.5)
+
+
 def start_server(index_dir: Path, port: int) -> subprocess.Popen:
     command = [str(Path(sys.executable).with_name("pearl")), "serve", "--index", str(index_dir), "--port", str(port)]
     server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 300
-    while True:
-        if server.poll() is not None:
-            sys.exit(f"pearl serve exited: {server.stderr.read().strip()}")
-        try:
-            httpx.get(f"http://127.0.0.1:{port}/health", timeout=5)
-            return server
-        except httpx.TransportError:
-            if time.monotonic() > deadline:
-                server.terminate()
-                sys.exit("pearl serve did not answer within 300 s")
-            time.sleep(0.5)
+    wait_until_up(server, f"http://127.0.0.1:{port}/health", "pearl serve")
+    return server
 
 
 def batches(pool: list[str], size: int, count: int) -> list[list[str]]:

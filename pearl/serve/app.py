@@ -236,7 +236,8 @@ def _openai_texts(sent: str | list) -> list[str]:
 
 def _embed(index: Index, jobs: Sequence[tuple[list[str], bool]]) -> list[tuple[np.ndarray, int | None]]:
     """Each job's vectors, and its token count where it asked for one (OpenAI's usage)."""
-    vectors = _split(index.encoder.encode(_joined([texts for texts, _ in jobs])), [texts for texts, _ in jobs])
+    texts_of = [texts for texts, _ in jobs]
+    vectors = _split(index.encoder.encode(_joined(texts_of)), texts_of)
     return [(rows, token_count(index.encoder.embedder, texts) if counted else None)
             for rows, (texts, counted) in zip(vectors, jobs)]
 

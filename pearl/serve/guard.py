@@ -39,10 +39,11 @@ class Guard:
                 status = message["status"]
             await send(message)
 
+        headers = dict(scope["headers"])
         try:
-            refusal = self._unauthorised(scope)
+            refusal = self._unauthorised(path, headers)
             if refusal is None:
-                refusal, receive = await self._bounded_body(scope, receive)
+                refusal, receive = await self._bounded_body(path, headers, receive)
             if refusal is not None:
                 await refusal(scope, receive, answer)
             else:
@@ -50,23 +51,23 @@ class Guard:
         finally:
             self.metrics.observe(path if path in self.routes else "other", status, time.perf_counter() - started)
 
-    def _unauthorised(self, scope: Scope):
-        if self.key is None or scope["path"] in OPEN_PATHS:
+    def _unauthorised(self, path: str, headers: dict[bytes, bytes]):
+        if self.key is None or path in OPEN_PATHS:
             return None
-        sent = dict(scope["headers"]).get(b"authorization", b"")
+        sent = headers.get(b"authorization", b"")
         scheme, _, token = sent.partition(b" ")
         if scheme.lower() == b"bearer" and hmac.compare_digest(token.strip(), self.key):
             return None
         problem = "a wrong API key" if sent else "no API key"
-        return error_response(scope["path"], f"{problem}: send the header 'Authorization: Bearer <key>' with the "
+        return error_response(path, f"{problem}: send the header 'Authorization: Bearer <key>' with the "
                               "server's --api-key", 401, headers={"WWW-Authenticate": "Bearer"})
 
-    async def _bounded_body(self, scope: Scope, receive: Receive):
+    async def _bounded_body(self, path: str, headers: dict[bytes, bytes], receive: Receive):
         """(a 413 refusal or None, the receive the app reads the body from)."""
-        length = dict(scope["headers"]).get(b"content-length")
+        length = headers.get(b"content-length")
         limit = self.max_body_bytes
         if length is not None and length.isdigit() and int(length) > limit:
-            return self._too_large(scope, f"{int(length)} bytes"), receive
+            return self._too_large(path, f"{int(length)} bytes"), receive
         if length is not None:
             return None, receive  # the server reads no more than Content-Length says
         # chunked: read it here, stopping at the limit, then hand the app what was read
@@ -78,7 +79,7 @@ class Guard:
             chunks.append(message.get("body", b""))
             size += len(chunks[-1])
             if size > limit:
-                return self._too_large(scope, f"more than {limit} bytes"), receive
+                return self._too_large(path, f"more than {limit} bytes"), receive
             if not message.get("more_body", False):
                 break
         replay = [{"type": "http.request", "body": b"".join(chunks), "more_body": False}]
@@ -88,6 +89,6 @@ class Guard:
 
         return None, read
 
-    def _too_large(self, scope: Scope, size: str):
-        return error_response(scope["path"], f"the body holds {size}, at most {self.max_body_bytes} (the server's "
+    def _too_large(self, path: str, size: str):
+        return error_response(path, f"the body holds {size}, at most {self.max_body_bytes} (the server's "
                               "--max-body-bytes): send fewer texts per request", 413)

@@ -423,17 +423,25 @@ def link(
 ) -> None:
     """Entity linking: the top-k index entries of each mention → rank, id, name, score, matched."""
     from pearl.index.phrase_index import Index
-    from pearl.linking.link import check_link_flags, link as link_mentions
-    from pearl.tables import check_output, write_table
+    from pearl.linking.link import check_link_flags, link_chunks
+    from pearl.tables import check_output, write_table_chunks
 
     def work() -> None:
         with _ray_encoding(engine, ray_address, ray_workers) as ray:
             check_output(out)
             check_link_flags(k, min_score)  # before the index loads its model
             mentions = _table(input_file, "the mentions table", column)
-            result = link_mentions(Index.load(index_dir, model, ray=ray), mentions, column, k, min_score)
-            write_table(result, out)
-            typer.echo(f"{len(mentions)} mentions, {result['matched'].sum()} candidate rows → {out}")
+            matched = 0
+
+            def counted(chunks):
+                nonlocal matched
+                for chunk in chunks:
+                    matched += chunk["matched"].sum()
+                    yield chunk
+
+            chunks = link_chunks(lambda: Index.load(index_dir, model, ray=ray), mentions, column, k, min_score)
+            write_table_chunks(counted(chunks), out)
+            typer.echo(f"{len(mentions)} mentions, {matched} candidate rows → {out}")
 
     _product(work)
 

@@ -286,6 +286,10 @@ class Params:
                 raise PearlError(
                     f"params: bench.{key} has unknown task(s) {', '.join(unknown)} (valid: {', '.join(allowed)})"
                 )
+        for key, folder in (("tasks", "metrics/bench"), ("tune_tasks", "metrics/tune")):
+            if not getattr(self.bench, key):  # the report reads the folder its stages write
+                raise PearlError(f"params: bench.{key} is empty: the report reads {folder}, which its stages write; "
+                                 f"name at least one task (valid: {', '.join(ALL_TASKS if key == 'tasks' else TUNE_TASKS)})")
 
 
 _ADAPTER = TypeAdapter(Params)

@@ -8,6 +8,7 @@ into a folder that must already exist.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -131,3 +132,29 @@ def write_table(df: pl.DataFrame, path: str | Path) -> None:
             df.write_parquet(tmp, compression="zstd")
         else:
             df.write_csv(tmp)
+
+
+def write_table_chunks(chunks: Iterable[pl.DataFrame], path: str | Path) -> int:
+    """Write `write_table`'s file from tables of one schema as they come, holding one at a time; the rows written.
+    Nothing is left at `path` if a chunk fails."""
+    import pyarrow.parquet as pq
+
+    from pearl.artifacts import atomic_path
+
+    path = check_output(path)
+    rows = 0
+    with atomic_path(path) as tmp, open(tmp, "wb") as file:
+        writer = None
+        try:
+            for df in chunks:
+                if path.suffix.lower() == ".parquet":
+                    table = df.to_arrow()
+                    writer = writer or pq.ParquetWriter(file, table.schema, compression="zstd")
+                    writer.write_table(table)
+                else:
+                    df.write_csv(file, include_header=rows == 0)
+                rows += df.height
+        finally:
+            if writer is not None:
+                writer.close()
+    return rows

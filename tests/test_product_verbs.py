@@ -17,8 +17,8 @@ from pearl.cli import app
 from pearl.errors import PearlError
 from pearl.index.encoder import StringEncoder
 from pearl.index.phrase_index import MANIFEST, Index
-from pearl.linking.link import SCHEMA as LINK_SCHEMA
-from pearl.tables import text_column
+from pearl.linking.link import SCHEMA as LINK_SCHEMA, link_chunks
+from pearl.tables import read_table, text_column, write_table, write_table_chunks
 from tests.test_export import export, tiny_model  # noqa: F401  (fixtures: a tiny PEARL export with a type head)
 
 runner = CliRunner()
@@ -141,6 +141,29 @@ def test_link_with_a_tiny_model_is_deterministic_and_takes_pandas(tiny_text_enco
     assert np.allclose(best["score"], 1.0, atol=1e-5)
     assert first[first["mention_row"] == 2][["matched"]].values.tolist() == [[False]]
 
+
+
+def test_link_in_chunks_writes_what_one_pass_gives_and_nothing_when_a_chunk_fails(string_index, out):
+    index = Index.load(string_index)
+    whole = pearl.link(index, MENTIONS, k=2)
+    chunks = list(link_chunks(index, MENTIONS, k=2, chunk=2))  # boundaries between a name, "" and None
+    assert [c["mention_row"].unique().sort().to_list() for c in chunks] == [[0, 1], [2, 3], [4]]
+    assert pl.concat(chunks).equals(whole)
+    for suffix in ("csv", "parquet"):
+        write_table(whole, out / f"whole.{suffix}")
+        assert write_table_chunks(iter(chunks), out / f"chunked.{suffix}") == whole.height
+        assert read_table(out / f"chunked.{suffix}").equals(read_table(out / f"whole.{suffix}"))
+    assert (out / "chunked.csv").read_bytes() == (out / "whole.csv").read_bytes()
+
+    def failing():
+        yield chunks[0]
+        raise OSError("disk full")
+
+    with pytest.raises(PearlError, match="disk full"):
+        write_table_chunks(failing(), out / "failed.parquet")
+    assert sorted(listing(out)) == ["chunked.csv", "chunked.parquet", "keep.txt", "whole.csv", "whole.parquet"]
+    with pytest.raises(PearlError, match="has no names"):  # checked when called, before any search
+        link_chunks(lambda: pytest.fail("the index loaded before the mentions were checked"), MENTIONS[2:4])
 
 # ---- join -----------------------------------------------------------------------------------
 

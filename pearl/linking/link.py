@@ -10,18 +10,25 @@ Equal scores are ordered by index row: the name added first comes first.
 
 from __future__ import annotations
 
+from bisect import bisect_left
+from collections.abc import Callable, Iterator
+
 import polars as pl
+from tqdm import tqdm
 
 from pearl.errors import PearlError
 from pearl.index.phrase_index import Index
 from pearl.log import get_logger
 from pearl.scores import at_least, check_score
-from pearl.tables import as_polars, like_input, text_column
+from pearl.tables import TextColumn, as_polars, like_input, text_column
 
 log = get_logger("link")
 
 SCHEMA = {"mention_row": pl.Int64, "mention": pl.String, "rank": pl.Int32, "id": pl.String, "name": pl.String,
           "score": pl.Float32, "matched": pl.Boolean}
+# table rows searched at once: 50,000 PEARL-small vectors are 77 MB, and a 1M-row table searched whole held
+# 7.9 GB (docs/measurements.md#verbs-scale)
+CHUNK = 50_000
 
 
 def check_link_flags(k: int, min_score: float | None) -> None:
@@ -42,26 +49,52 @@ def link(index: Index, mentions, column: str = "mention", k: int = 5, min_score:
     when given, drops candidates below it (a mention left without any gets a `matched` false row).
     Returns a table of the caller's kind with the module's columns: mention_row, mention, rank, id,
     name, score, matched."""
+    table = _mentions_table(mentions, column)
+    result = pl.concat(list(link_chunks(index, table, column, k, min_score)), how="vertical")
+    return like_input(result, table if isinstance(mentions, list) else mentions)
+
+
+def link_chunks(index: Index | Callable[[], Index], table: pl.DataFrame, column: str = "mention", k: int = 5,
+                min_score: float | None = None, chunk: int = CHUNK) -> Iterator[pl.DataFrame]:
+    """`link`'s rows for a polars table, `chunk` table rows at a time, so that a caller can write them as
+    they come: memory holds the index, the mentions table and one chunk's vectors and candidates.
+    The flags and mentions are checked now, before `index`, when it is a loader, loads its model."""
     check_link_flags(k, min_score)
-    table = pl.DataFrame({column: list(mentions)}, schema={column: pl.String}) if isinstance(mentions, list) \
-        else as_polars(mentions)
     cells = text_column(table, column, "the mentions table", require_names=True)
-    scores, rows = index.search(cells.texts, k)
-    rows_out = []
-    position = {row: i for i, row in enumerate(cells.rows)}
+    index = index if isinstance(index, Index) else index()
+    return _linked_chunks(index, table, column, cells, k, min_score, chunk)
+
+
+def _linked_chunks(index: Index, table: pl.DataFrame, column: str, cells: TextColumn, k: int,
+                   min_score: float | None, chunk: int) -> Iterator[pl.DataFrame]:
+    values = table.get_column(column).cast(pl.String, strict=False)
     unmatched = 0
-    for row, mention in enumerate(table.get_column(column).cast(pl.String, strict=False).to_list()):
-        if row not in position:  # null or blank
-            rows_out.append((row, mention, None, None, None, None, False))
-            continue
-        i = position[row]
-        kept = kept_candidates(scores[i], rows[i], min_score)
-        if not kept:
-            unmatched += 1
-            rows_out.append((row, mention, None, None, None, float(scores[i][0]) if len(scores[i]) else None, False))
-        rows_out += [(row, mention, rank, index.ids[r], index.names[r], float(s), True)
-                     for rank, (s, r) in enumerate(kept, 1)]
+    with tqdm(total=len(cells.texts), desc="link", unit=" mentions", mininterval=2,
+              disable=len(cells.texts) <= chunk) as progress:
+        for start in range(0, table.height, chunk):
+            first, last = bisect_left(cells.rows, start), bisect_left(cells.rows, start + chunk)
+            scores, rows = index.search(cells.texts[first:last], k)
+            position = {row: i for i, row in enumerate(cells.rows[first:last])}
+            rows_out = []
+            for row, mention in enumerate(values.slice(start, chunk).to_list(), start):
+                if row not in position:  # null or blank
+                    rows_out.append((row, mention, None, None, None, None, False))
+                    continue
+                i = position[row]
+                kept = kept_candidates(scores[i], rows[i], min_score)
+                if not kept:
+                    unmatched += 1
+                    rows_out.append((row, mention, None, None, None, float(scores[i][0]) if len(scores[i]) else None,
+                                     False))
+                rows_out += [(row, mention, rank, index.ids[r], index.names[r], float(s), True)
+                             for rank, (s, r) in enumerate(kept, 1)]
+            progress.update(last - first)
+            yield pl.DataFrame(rows_out, schema=SCHEMA, orient="row")
     log.info("linked %d mentions: %d without a match%s, %d blank", len(cells.texts), unmatched,
              "" if min_score is None else f" at or above {min_score}", cells.blank)
-    result = pl.DataFrame(rows_out, schema=SCHEMA, orient="row")
-    return like_input(result, table if isinstance(mentions, list) else mentions)
+
+
+def _mentions_table(mentions, column: str) -> pl.DataFrame:
+    if isinstance(mentions, list):
+        return pl.DataFrame({column: mentions}, schema={column: pl.String})
+    return as_polars(mentions)

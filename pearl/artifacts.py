@@ -121,7 +121,9 @@ class ParquetStreamWriter:
         return self
 
     def write(self, columns: dict[str, list]) -> None:
-        table = pa.table(columns, schema=self._schema)
+        self.write_table(pa.table(columns, schema=self._schema))
+
+    def write_table(self, table: pa.Table) -> None:
         if table.num_rows:
             self._writer.write_table(table)
             self.rows += table.num_rows

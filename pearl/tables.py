@@ -7,6 +7,7 @@ into a folder that must already exist.
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -137,24 +138,19 @@ def write_table(df: pl.DataFrame, path: str | Path) -> None:
 def write_table_chunks(chunks: Iterable[pl.DataFrame], path: str | Path) -> int:
     """Write `write_table`'s file from tables of one schema as they come, holding one at a time; the rows written.
     Nothing is left at `path` if a chunk fails."""
-    import pyarrow.parquet as pq
-
-    from pearl.artifacts import atomic_path
+    from pearl.artifacts import ParquetStreamWriter, atomic_path
 
     path = check_output(path)
+    chunks = iter(chunks)
+    first = next(chunks)
+    if path.suffix.lower() == ".parquet":
+        with ParquetStreamWriter(path, first.to_arrow().schema) as writer:
+            for df in itertools.chain([first], chunks):
+                writer.write_table(df.to_arrow())
+        return writer.rows
     rows = 0
     with atomic_path(path) as tmp, open(tmp, "wb") as file:
-        writer = None
-        try:
-            for df in chunks:
-                if path.suffix.lower() == ".parquet":
-                    table = df.to_arrow()
-                    writer = writer or pq.ParquetWriter(file, table.schema, compression="zstd")
-                    writer.write_table(table)
-                else:
-                    df.write_csv(file, include_header=rows == 0)
-                rows += df.height
-        finally:
-            if writer is not None:
-                writer.close()
+        for df in itertools.chain([first], chunks):
+            df.write_csv(file, include_header=rows == 0)
+            rows += df.height
     return rows

@@ -87,7 +87,8 @@ def create_app(index: Index, manifest: dict, settings: ServeSettings = ServeSett
     """The app for `index` (already loaded); `served_as` is the model name the index was loaded with."""
     model_id = public_name(index.encoder.card.id)
     names = {model_id, index.encoder.card.id, served_as}  # what a request's `model` may say
-    types_names = set() if types is None else {public_name(types.id), types.id}
+    types_name = None if types is None else public_name(types.id)
+    types_names = set() if types is None else {types_name, types.id}
     lock, backlog = threading.Lock(), Backlog(settings.max_queued_texts)
     metrics = ServeMetrics(lambda: backlog.texts)
 
@@ -203,16 +204,16 @@ def create_app(index: Index, manifest: dict, settings: ServeSettings = ServeSett
         if types is None:
             raise BadRequest(f"no type head: {model_id!r} is not a PEARL export; start `pearl serve` with "
                              "--types-model pointing at one (models/pearl)", 400)
-        check(body.phrases, "phrases", body.model, public_name(types.id), types_names)
+        check(body.phrases, "phrases", body.model, types_name, types_names)
         rows = await typer_.submit(body.phrases, len(body.phrases))
-        return TypesResponse(model=public_name(types.id), types=[PhraseType(**row) for row in rows])
+        return TypesResponse(model=types_name, types=[PhraseType(**row) for row in rows])
 
     shown = {**manifest, "model": {**manifest["model"], "id": model_id}}
 
     @app.get("/health", response_model=Health, summary="The model, the index's manifest and its size")
     async def health() -> Health:
         return Health(status="ok", model=model_id, count=len(index), manifest=shown,
-                      types_model=None if types is None else public_name(types.id),
+                      types_model=types_name,
                       batches=sum(batcher.batches for batcher in batchers))
 
     @app.get("/metrics", summary="Prometheus metrics: requests by route and status, latency, batch sizes, queue")

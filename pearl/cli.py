@@ -130,6 +130,11 @@ _STAGES = {
                          "models/pearl-base-finetuned."),
     "average-pearl-base": ("pearl.pearl_base", "run_average",
                            "Average and export PEARL-base as `average` does PEARL-small → models/pearl-base."),
+    "train-burt-small": ("pearl.burt_small", "run_train",
+                         "Train model.backbone with BURT's objectives alone (burt_small.*, burt.*) on the same data → "
+                         "models/burt-small-finetuned."),
+    "average-burt-small": ("pearl.burt_small", "run_average",
+                           "Export BURT-small as `average` exports PEARL-small, without averaging → models/burt-small."),
     "static": ("pearl.static.stage", "run",
                "Distil models/pearl's transformer into static token vectors with model2vec → models/pearl-static."),
     "figure4": ("pearl.experiments.tsne", "run",
@@ -196,8 +201,9 @@ def bench(
 @app.command("bench-task", hidden=True)
 def bench_task(
     system: Annotated[str, typer.Argument(help="base (the untuned backbone), model (models/pearl), pearl-base "
-                                               "(models/pearl-base), static (models/pearl-static), string (Jaccard) "
-                                               "or ref (each of bench.reference_models)")],
+                                               "(models/pearl-base), static (models/pearl-static), burt-small "
+                                               "(models/burt-small), string (Jaccard) or ref (each of "
+                                               "bench.reference_models)")],
     task: Annotated[str, typer.Argument(help="one of the suite's tasks")],
     suite: SuiteOption = "test",
     params: ParamsOption = Path("params.yaml"),
@@ -207,24 +213,28 @@ def bench_task(
     from pearl.artifacts import write_json
     from pearl.bench.run import build_context, run_reference, run_tasks
     from pearl.model import EXPORT, STATIC_EXPORT
-    from pearl import pearl_base
+    from pearl import burt_small, pearl_base
 
     def evaluate(p: Params) -> None:
-        if task not in _suite_tasks(suite, p):
-            raise PearlError(f"task {task!r} is not in the {suite} suite ({', '.join(_suite_tasks(suite, p))})")
+        # BURT's tasks beyond the suites run as the suites' do, into the same folders
+        allowed = [*_suite_tasks(suite, p), *(p.bench.burt_tasks if suite == "test" else p.bench.burt_tune_tasks)]
+        if task not in allowed:
+            raise PearlError(f"task {task!r} is not in the {suite} suite or BURT's ({', '.join(allowed)})")
         out_dir = Path("metrics/bench" if suite == "test" else "metrics/tune") / system
         if system == "ref":
             run_reference(p, p.bench.reference_models, task, out_dir / f"{task}.json")
             return
         models = {"base": (p.model.backbone, "model.backbone"), "string": (None, ""), "model": (str(EXPORT), ""),
-                  "pearl-base": (str(pearl_base.EXPORT), ""), "static": (str(STATIC_EXPORT), "")}
+                  "pearl-base": (str(pearl_base.EXPORT), ""), "static": (str(STATIC_EXPORT), ""),
+                  "burt-small": (str(burt_small.EXPORT), "")}
         if system not in models:
-            raise PearlError(f"unknown system {system!r}: base, model, pearl-base, static, string or ref")
+            raise PearlError(f"unknown system {system!r}: base, model, pearl-base, static, burt-small, string or ref")
         model, param = models[system]
         if system == "pearl-base" and not p.pearl_base.enabled:
             write_json({"skipped": pearl_base.DISABLED}, out_dir / f"{task}.json")  # the report leaves it out
             return
-        stage = {"model": "average", "pearl-base": "average_pearl_base", "static": "static"}.get(system)
+        stage = {"model": "average", "pearl-base": "average_pearl_base", "static": "static",
+                 "burt-small": "average_burt_small"}.get(system)
         if stage:
             if not Path(model).is_dir():
                 raise MissingModelError(f"{model} is missing: run `dvc repro {stage}`")
@@ -594,7 +604,8 @@ def report(params: ParamsOption = Path("params.yaml"), set_: SetOption = None) -
     from pearl.report.summary import write_report
 
     def summarise(p: Params) -> None:
-        write_report(Path("metrics"), p.bench.tasks, p.bench.tune_tasks, p.bench.string_tasks, p.model.backbone,
+        write_report(Path("metrics"), [*p.bench.tasks, *p.bench.burt_tasks], [*p.bench.tune_tasks, *p.bench.burt_tune_tasks],
+                     p.bench.string_tasks, p.model.backbone,
                      Path("metrics/summary.json"), Path("metrics/summary.md"))
         typer.echo(Path("metrics/summary.md").read_text())
 
@@ -627,7 +638,8 @@ def _seed(value: str) -> int:
 
 @experiments_app.command("run")
 def experiments_run(
-    table: Annotated[str, typer.Argument(help="a table of experiments/: table3, table4, figure5, figure5full")],
+    table: Annotated[str, typer.Argument(help="a table of experiments/: table3, table4, figure5, figure5full, "
+                                              "burt-table3")],
     rows: Annotated[str | None, typer.Option(help="comma-separated rows; default: all")] = None,
     seeds: Annotated[str | None, typer.Option(help="comma-separated training seeds; default: the table's")] = None,
     suite: Annotated[str, typer.Option(help="tune, test or both: which bench stages each experiment runs")] = "tune",
@@ -637,17 +649,20 @@ def experiments_run(
     """Run a table's rows × seeds one by one as `dvc exp run -n TABLE-ROW-sSEED`, skipping those finished
     on this commit; then `pearl experiments results`."""
     from pearl.experiments import shell
-    from pearl.experiments.definitions import EXPERIMENTS_DIR, SUITES, load_table
+    from pearl.experiments.definitions import EXPERIMENTS_DIR, load_table
     from pearl.experiments.results import finished_experiments
     from pearl.experiments.runner import run_all
+    from pearl.experiments.systems import SYSTEMS
 
     def work() -> None:
         if suite not in ("tune", "test", "both"):
             raise PearlError(f"--suite {suite!r}: tune, test or both")
-        targets = SUITES["tune"] + SUITES["test"] if suite == "both" else SUITES[suite]
         chosen_seeds = _csv(seeds, "--seeds", "integers >= 0 (train.seed)", _seed)
         chosen_rows = _csv(rows, "--rows", "row names")
-        runs = load_table(EXPERIMENTS_DIR / f"{table}.yaml", params).runs(chosen_seeds, chosen_rows)
+        loaded = load_table(EXPERIMENTS_DIR / f"{table}.yaml", params)
+        system = SYSTEMS[loaded.system]
+        targets = system.targets("tune") + system.targets("test") if suite == "both" else system.targets(suite)
+        runs = loaded.runs(chosen_seeds, chosen_rows)
         head = shell.run(["git", "rev-parse", "HEAD"]).strip()
         done = set() if dry_run else {f.name for f in finished_experiments() if f.baseline == head}
         run_all(runs, load_params(params).base.seed, targets, done, dry_run)

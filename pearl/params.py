@@ -147,6 +147,7 @@ class ModelParams:
     char_weight: Annotated[float, Field(gt=0)]
     teacher: str | None
     teacher_prefix: str
+    pooling: Literal["mean", "cls", "max"]
 
 
 Probability = Annotated[float, Field(ge=0, le=1)]
@@ -161,6 +162,7 @@ class TrainParams:
     max_steps: PositiveInt | None
     lr: Annotated[float, Field(gt=0)]
     head_lr: Annotated[float, Field(gt=0)]
+    lr_schedule: Literal["exponential", "warmup_linear"]
     lr_decay_rate: Annotated[float, Field(gt=0, le=1)]
     lr_decay_steps: PositiveInt
     temperature: Annotated[float, Field(gt=0)]
@@ -183,6 +185,39 @@ class TrainParams:
     checkpoint_dir: str
     checkpoint_every: PositiveInt
     log_every: PositiveInt
+
+
+PairFeature = Literal["u", "v", "abs_diff", "product"]
+
+
+@dataclass(config=_SCHEMA)
+class BurtParams:
+    nli_weight: Annotated[float, Field(ge=0)]
+    pi_weight: Annotated[float, Field(ge=0)]
+    ptc_weight: Annotated[float, Field(ge=0)]
+    batch_size: Annotated[int, Field(ge=2)]
+    max_length: PositiveInt
+    pi_negatives: PositiveInt
+    features: Annotated[list[PairFeature], Field(min_length=1)]
+    nli_source: Literal["offline", "hub"]
+    nli_hub: Annotated[list[str], Field(min_length=1)]
+    ppdb_file: str | None
+    ptc_pairs_per_label: PositiveInt
+
+    @property
+    def weights(self) -> dict[str, float]:
+        """The objectives that are on, by name, in BURT's order."""
+        return {task: w for task, w in (("nli", self.nli_weight), ("pi", self.pi_weight), ("ptc", self.ptc_weight))
+                if w > 0}
+
+
+@dataclass(config=_SCHEMA)
+class BurtSmallParams:
+    nli_weight: Annotated[float, Field(ge=0)]
+    pi_weight: Annotated[float, Field(ge=0)]
+    ptc_weight: Annotated[float, Field(ge=0)]
+    pooling: Literal["mean", "cls", "max"]
+    max_steps: PositiveInt
 
 
 @dataclass(config=_SCHEMA)
@@ -220,9 +255,12 @@ class BenchParams:
     short_text_dir: str
     general_dir: str
     tune_dir: str
+    burt_dir: str
     tasks: list[str]
     tune_tasks: list[str]
     string_tasks: list[str]
+    burt_tasks: list[str]
+    burt_tune_tasks: list[str]
     reference_models: list[str]
     batch_size: PositiveInt
     max_length: PositiveInt
@@ -251,8 +289,10 @@ class Params:
     negatives: NegativesParams
     model: ModelParams
     train: TrainParams
+    burt: BurtParams
     average: AverageParams
     pearl_base: PearlBaseParams
+    burt_small: BurtSmallParams
     static: StaticParams
     bench: BenchParams
     figure4: Figure4Params
@@ -275,12 +315,18 @@ class Params:
                 "params: corpus.min_sentence_chars exceeds corpus.max_sentence_chars"
             )
         t = self.train
-        if t.contrastive_weight == 0 and t.type_weight == 0 and (t.distill_weight == 0 or self.model.teacher is None):
-            raise PearlError("params: train.contrastive_weight, train.type_weight and train.distill_weight "
-                             "(or model.teacher) leave no loss to train on: set one above 0")
+        if not (pearl_objectives(self) or self.burt.weights):
+            raise PearlError("params: train.contrastive_weight, train.type_weight, train.distill_weight (or model.teacher) "
+                             "and burt.*_weight leave no loss to train on: set one above 0")
+        if len(set(self.burt.features)) < len(self.burt.features):
+            raise PearlError(f"params: burt.features {self.burt.features} names a feature twice")
         if self.corpus.source == "files" and not self.corpus.files:
             raise PearlError("params: corpus.source is 'files' but corpus.files is empty")
-        for key, allowed in (("tasks", ALL_TASKS), ("tune_tasks", TUNE_TASKS), ("string_tasks", STRING_TASKS)):
+        if not any(getattr(self.burt_small, f"{task}_weight") > 0 for task in ("nli", "pi", "ptc")):
+            raise PearlError("params: burt_small.nli_weight, pi_weight and ptc_weight are all 0: BURT-small trains on "
+                             "BURT's objectives alone, so set one above 0")
+        for key, allowed in (("tasks", ALL_TASKS), ("tune_tasks", TUNE_TASKS), ("string_tasks", STRING_TASKS),
+                             ("burt_tasks", ALL_TASKS), ("burt_tune_tasks", TUNE_TASKS)):
             unknown = [t for t in getattr(self.bench, key) if t not in allowed]
             if unknown:
                 raise PearlError(
@@ -290,6 +336,12 @@ class Params:
             if not getattr(self.bench, key):  # the report reads the folder its stages write
                 raise PearlError(f"params: bench.{key} is empty: the report reads {folder}, which its stages write; "
                                  f"name at least one task (valid: {', '.join(ALL_TASKS if key == 'tasks' else TUNE_TASKS)})")
+
+
+def pearl_objectives(params: Params) -> bool:
+    """Whether any of PEARL's own losses is on: without one, training encodes no phrase batch (BURT alone)."""
+    t = params.train
+    return t.contrastive_weight > 0 or t.type_weight > 0 or (t.distill_weight > 0 and params.model.teacher is not None)
 
 
 _ADAPTER = TypeAdapter(Params)

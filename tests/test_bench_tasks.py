@@ -35,7 +35,7 @@ def one_hot(i, dim=64):
 
 def context(tmp_path, embedder, **kw):
     settings = dict(
-        data_dir=tmp_path, short_text_dir=tmp_path, general_dir=tmp_path, tune_dir=tmp_path, seed=0,
+        data_dir=tmp_path, short_text_dir=tmp_path, general_dir=tmp_path, tune_dir=tmp_path, burt_dir=tmp_path, seed=0,
         probe=ProbeSettings(lrs=(1e-2,), batch_size=32, max_epochs=60, patience=8),
         ppdb_seeds=2, atis_seeds=2, kmeans_inits=5, kb={"yago": None, "umls": None},
         load_embedder=None if embedder is None else lambda: embedder,

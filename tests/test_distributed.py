@@ -14,7 +14,7 @@ from tests.test_train import _params, _toy_inputs
 def _gradients(params, toy, world_size: int, rank: int) -> dict[str, torch.Tensor]:
     from pearl.train.data import Sampling, StepBatches, TrainingSet
     from pearl.train.distributed import average_gradients, close_world, init_world
-    from pearl.train.loop import _step, model_config, teacher_inputs
+    from pearl.train.loop import _phrase_step, model_config, teacher_inputs
     from pearl.model.phrase_model import PhraseModel
 
     world = init_world("cpu")
@@ -25,8 +25,8 @@ def _gradients(params, toy, world_size: int, rank: int) -> dict[str, torch.Tenso
     model.eval()  # dropout masks would differ between one big pass and two shares
     teacher, _ = teacher_inputs(params, toy["teacher"])
     data = TrainingSet.load(toy["typed"], toy["variants"], toy["negatives"], 0.1, 3, teacher)
-    batch = StepBatches(data, Sampling(3, 8, 2, {"char": 1.0, "token": 1.0, "phrase": 1.0}), model.tokenize, 0, 1)[0]
-    _step(model, batch, params, torch.device("cpu"), contextlib.nullcontext, world)
+    batch = StepBatches(data, Sampling(3, 8, 2, {"char": 1.0, "token": 1.0, "phrase": 1.0}), model.tokenize, 0, 1)[0].phrases
+    _phrase_step(model, batch, params, torch.device("cpu"), contextlib.nullcontext, world)
     average_gradients(model, world)
     grads = {name: p.grad.clone() for name, p in model.named_parameters() if p.grad is not None}
     close_world(world)

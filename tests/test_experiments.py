@@ -12,6 +12,7 @@ from pearl.experiments import shell
 from pearl.experiments.definitions import ADDED_OFF, Run, load_table, load_tables, parse_name
 from pearl.experiments.results import Finished, aggregate, finished_experiments, markdown, read_run, sweep_points
 from pearl.experiments.runner import run_all
+from pearl.experiments.systems import SYSTEMS
 from pearl.params import load_params, set_key
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -26,7 +27,7 @@ def test_the_committed_tables_are_valid_and_cover_the_papers_experiments():
     assert {"train.lr", "train.batch_size", "train.temperature", "average.alpha"} <= tables["figure5"].sweeps.keys()
     for table in tables.values():
         for run in table.runs():
-            assert parse_name(run.name) == (table.name, run.row, run.seed)
+            assert parse_name(run.name, tables) == (table.name, run.row, run.seed)
 
 
 def _table(tmp_path, body: dict) -> Path:
@@ -153,13 +154,15 @@ def test_finished_experiments_are_read_from_dvcs_refs_of_every_commit(tmp_path, 
 def _experiment_commit(repo: Path, seed_score: float, test_model_hash: str, overrides: dict,
                        before_ray: bool = False, before_shared_storage: bool = False) -> str:
     """An experiment's commit: the project's params with `overrides` set, as `dvc exp run -S` leaves them;
-    `before_ray`: made before params.yaml had `engine` and the ray section, and the `ADDED_OFF` levers;
+    `before_ray`: made before params.yaml had `engine`, the ray and BURT sections, and the `ADDED_OFF` levers;
     `before_shared_storage`: before it had ray.shared_storage."""
     params = yaml.safe_load((ROOT / "params.yaml").read_text())
     for dotted, value in overrides.items():
         set_key(params, dotted, value)
-    if before_ray:
-        del params["ray"], params["engine"]
+    if before_ray:  # and before BURT's sections and bench keys
+        del params["ray"], params["engine"], params["burt"], params["burt_small"]
+        for key in ("burt_dir", "burt_tasks", "burt_tune_tasks"):
+            del params["bench"][key]
         for section, key in ADDED_OFF:
             del params[section][key]
     if before_shared_storage:
@@ -225,6 +228,42 @@ def test_results_keep_only_scores_of_the_experiments_own_model_and_average_seeds
     text = markdown({"t9": table}, {"t9": rows})
     assert "| no-type | `train.type_weight=0` | 1,42 | 51.00 ± 1.41 |" in text and "| default | (default) | 3 | 60.00 |" in text
     assert "Not run yet (1 of 2 rows): default." in markdown({"t9": table}, {"t9": aggregate([first], table)})
+
+
+def test_a_burt_small_table_runs_burt_smalls_stages_and_counts_scores_of_its_own_model(tmp_path, monkeypatch):
+    tables = load_tables(ROOT / "experiments", ROOT / "params.yaml")
+    burt = tables["burt-table3"]
+    assert burt.system == "burt-small" and parse_name("burt-table3-nli-pi-s1", tables) == ("burt-table3", "nli-pi", 1)
+    assert len(set(burt.recipes.values())) == len(burt.rows)  # every ablation trains something else
+    assert not set(burt.recipes.values()) & {r for t in tables.values() if t.system == "pearl-small" for r in t.recipes.values()}
+    targets = SYSTEMS["burt-small"].targets("tune") + SYSTEMS["burt-small"].targets("test")
+    assert "bench_tune_burt_tasks_burt_small@sick_trial" in targets and "bench_burt_small@stsb" in targets
+    assert not [t for t in targets if t.split("@")[0] in ("bench", "bench_tune", "bench_burt_tasks", "bench_tune_burt_tasks")]
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    params = yaml.safe_load((ROOT / "params.yaml").read_text())
+    set_key(params, "burt_small.pi_weight", 0)
+    set_key(params, "burt_small.ptc_weight", 0)
+    set_key(params, "train.seed", 1)
+    model = {"path": "models/burt-small", "md5": "b1.dir"}
+    lock = {"stages": {"average_burt_small": {"outs": [model]}, "average": {"outs": [{"path": "models/pearl", "md5": "p1.dir"}]},
+                       "bench_tune_burt_small@stsb_dev": {"deps": [model]},
+                       "bench_tune_burt_tasks_burt_small@sick_trial": {"deps": [model]},
+                       "bench_burt_small@stsb": {"deps": [{"path": "models/burt-small", "md5": "b0.dir"}]}}}  # a stale one
+    rev = _commit(repo, {"dvc.lock": yaml.safe_dump(lock), "params.yaml": yaml.safe_dump(params),
+                         "metrics/burt-small/train.json": json.dumps({"steps": 1000, "seconds": 2.0}),
+                         "metrics/tune/burt-small/stsb_dev.json": json.dumps({"score": 70.0}),
+                         "metrics/tune/burt-small/sick_trial.json": json.dumps({"score": 60.0}),
+                         "metrics/bench/burt-small/stsb.json": json.dumps({"score": 65.0}),
+                         "metrics/tune/model/stsb_dev.json": json.dumps({"score": 99.0})})
+    monkeypatch.chdir(repo)
+    record = read_run(Finished("burt-table3-nli-s1", rev, "base"), tables, load_params(ROOT / "params.yaml"))
+    assert record["recipe"] == burt.recipes["nli"] and record["train"]["steps"] == 1000
+    assert record["tune"] == {"stsb_dev": 70.0, "sick_trial": 60.0} and record["test"] == {}
+    text = markdown({"burt-table3": burt}, {"burt-table3": aggregate([record], burt)})
+    assert "| nli | `burt_small.pi_weight=0` `burt_small.ptc_weight=0` | 1 | 70.00 | 60.00 | 65.00 |" in text
 
 
 def test_a_cell_over_fewer_seeds_than_its_row_lists_shows_its_n(tmp_path):

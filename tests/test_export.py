@@ -204,3 +204,23 @@ def test_predict_types_needs_a_pearl_export(export, tiny_encoder, tmp_path):
         with pytest.raises(MissingModelError, match="phrase types need a PEARL export") as error:
             predict_types(directory, ["new york"])
         assert "\n" not in str(error.value)
+
+
+@pytest.mark.parametrize("pooling", ["cls", "max"])
+def test_burts_other_poolings_export_the_vectors_pearl_trains(pooling, tiny_encoder, tmp_path):
+    torch.manual_seed(0)
+    model = PhraseModel(ModelConfig(str(tiny_encoder), "", 64, True, 8, 0.5, pooling)).eval()
+    export_sentence_transformer(model, tmp_path / "export")
+    assert json.loads((tmp_path / "export" / "1_Pooling" / "config.json").read_text())["pooling_mode"] == pooling
+    texts = TEXTS[:3] + ["a b", "a much longer phrase than the others"]  # padding, which max pooling must skip
+    assert np.abs(load(tmp_path / "export").encode(texts) - model.encode(texts).numpy()).max() < 1e-5
+    assert json.loads((tmp_path / "export" / "pearl_model.json").read_text())["pooling"] == pooling
+    model.save(tmp_path / "saved")
+    assert PhraseModel.load(tmp_path / "saved").config.pooling == pooling
+
+
+def test_a_mean_pooled_model_saves_the_config_it_saved_before_pooling_was_a_choice(tiny_model, export, tmp_path):
+    assert "pooling" not in json.loads((export / "pearl_model.json").read_text())
+    tiny_model.save(tmp_path / "saved")
+    assert "pooling" not in json.loads((tmp_path / "saved" / "pearl_model.json").read_text())
+    assert PhraseModel.load(tmp_path / "saved").config.pooling == "mean"

@@ -71,6 +71,8 @@ def test_dvc_repro_then_noop_then_experiment(tmp_path, tiny_encoder):
     params["train"].update(batch_size=2, max_steps=3, checkpoint_dir=str(tmp_path / "checkpoints"), num_workers=0)
     # PEARL-base on the same backbone (the only one offline in the tests), a step fewer
     params["pearl_base"].update(backbone="sentence-transformers/all-MiniLM-L6-v2", batch_size=2, max_steps=2)
+    # BURT-small on NLI alone (PTC reads all of WordNet: 10 s), two steps
+    params["burt_small"].update(pi_weight=0, ptc_weight=0, max_steps=2)
     (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
 
     env = offline_env(repo)  # sockets blocked and hub variables unset: the default DAG must not reach for the network
@@ -83,9 +85,11 @@ def test_dvc_repro_then_noop_then_experiment(tmp_path, tiny_encoder):
     summary = json.loads((repo / "metrics/summary.json").read_text())
     test = summary["test"]
     assert set(test) == {"base", "string", "ref:sentence-transformers/all-MiniLM-L6-v2", "model", "delta", "pearl-base",
-                         "pearl_base_margin_over_best_offshelf", "static", "static_gap"}
-    assert set(test["model"]) == {"turney"} and set(test["ref:sentence-transformers/all-MiniLM-L6-v2"]) == {"turney"}
-    assert set(summary["tune"]["model"]) == {"rw"}
+                         "pearl_base_margin_over_best_offshelf", "static", "static_gap", "burt-small", "burt_delta"}
+    assert set(test["burt-small"]) == {"turney", "sick_r"} and "sick_r" in test["base"]
+    assert set(summary["tune"]["burt-small"]) == {"rw", "sick_trial"}
+    assert set(test["model"]) == {"turney", "sick_r"} and set(test["ref:sentence-transformers/all-MiniLM-L6-v2"]) == {"turney"}
+    assert set(summary["tune"]["model"]) == {"rw", "sick_trial"}
     report = (repo / "metrics/summary.md").read_text()
     assert "| String distance (Jaccard, 3-grams) |" in report and "### Tune suite (defaults are chosen here)" in report
     typed = pl.read_parquet(repo / "data/typed/phrases.parquet")
@@ -105,6 +109,9 @@ def test_dvc_repro_then_noop_then_experiment(tmp_path, tiny_encoder):
     assert json.loads((repo / "metrics/pearl-base/train.json").read_text())["steps"] == 2
     assert (repo / "models/pearl-base/modules.json").is_file() and set(summary["tune"]["pearl-base"]) == {"rw"}
     assert "| PEARL-base (ours) |" in report and "| PEARL-small (ours) |" in report and "| PEARL-static (ours) |" in report
+    assert "### BURT's Table 2, offline subset, test suite" in report and "| BURT-small (BURT's recipe, offline data) |" in report
+    burt = json.loads((repo / "metrics/burt-small/train.json").read_text())
+    assert list(burt["burt"]) == ["nli"] and burt["steps"] == 2 and burt["burt"]["nli"]["dropped_test_or_tune"] > 0
     assert json.loads((repo / "metrics/static.json").read_text())["dimension"] == 32 + 256  # the tiny BERT's, the 3-grams
     assert set(summary["tune"]["static"]) == {"rw"}
     figure4 = json.loads((repo / "metrics/figure4.json").read_text())
@@ -149,9 +156,10 @@ EXPORT_LOADING = ["pearl/embedder.py", "pearl/model/__init__.py", "pearl/model/e
 def test_every_stage_that_loads_the_export_depends_on_the_code_that_loads_it():
     assert [path for path in EXPORT_LOADING if not (ROOT / path).is_file()] == []
     readers = {name: stage["deps"] for name, stage in _stages().items()
-               if {"models/pearl", "models/pearl-base", "models/pearl-static"} & set(stage.get("deps", []))}
+               if {"models/pearl", "models/pearl-base", "models/pearl-static", "models/burt-small"} & set(stage.get("deps", []))}
     assert {"bench", "bench_tune", "figure4", "bench_pearl_base", "bench_tune_pearl_base", "static", "bench_static",
-            "bench_tune_static"} <= readers.keys()
+            "bench_tune_static", "bench_burt_small", "bench_tune_burt_small", "bench_burt_tasks",
+            "bench_burt_tasks_burt_small"} <= readers.keys()
     # `static` reads the export through pearl.model.export and transformers, not through Embedder
     missing = {name: [path for path in EXPORT_LOADING if not (name == "static" and path == "pearl/embedder.py")
                       and not any(path == dep or path.startswith(f"{dep}/") for dep in deps)]
@@ -163,7 +171,10 @@ def test_a_stage_that_reads_the_bench_settings_depends_on_the_whole_section():
     readers = {name: stage["params"] for name, stage in _stages().items() if name.split("_")[0] == "bench"}
     sectioned = {name for name, params in readers.items() if "bench" in params}
     assert sectioned == {"bench", "bench_base", "bench_ref", "bench_tune", "bench_tune_base", "bench_tune_ref",
-                         "bench_pearl_base", "bench_tune_pearl_base", "bench_static", "bench_tune_static"}
+                         "bench_pearl_base", "bench_tune_pearl_base", "bench_static", "bench_tune_static",
+                         "bench_burt_small", "bench_tune_burt_small", *(f"bench{suite}_burt_tasks{system}"
+                                                                        for suite in ("", "_tune")
+                                                                        for system in ("", "_base", "_burt_small"))}
     assert not [param for name in sectioned for param in readers[name] if param.startswith("bench.")]
 
 

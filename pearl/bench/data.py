@@ -277,3 +277,62 @@ def load_stsb(general_dir: Path, split: str) -> ScoredPairs:
         left.append(pair[0]), right.append(pair[1]), scores.append(score)
     _nonempty(path, scores, "pairs")
     return ScoredPairs(left, right, scores)
+
+
+BURT_README = "see data/reference/burt/README.md"
+NLI_LABELS = ("entailment", "neutral", "contradiction")  # class ids 0, 1, 2 of BURT's NLI objective
+SICK_SPLITS = ("TRAIN", "TRIAL", "TEST")
+
+
+@dataclass(frozen=True)
+class NliPairs:
+    left: list[str]  # premises
+    right: list[str]  # hypotheses
+    labels: list[int]  # index into NLI_LABELS
+    scores: list[float] | None = None  # SICK's relatedness (1–5)
+
+
+def _require_burt(path: Path) -> Path:
+    if not path.is_file():
+        raise PearlError(f"{path} is missing: set bench.burt_dir to the folder that holds it ({BURT_README})")
+    return path
+
+
+def load_sick(burt_dir: Path, split: str) -> NliPairs:
+    """One SemEval split of SICK's full release: sentence pairs, entailment labels and relatedness."""
+    path = _require_burt(burt_dir / "SICK.txt")
+    lines = _text(path).splitlines()
+    header = lines[0].split("\t") if lines else []
+    needed = ("sentence_A", "sentence_B", "entailment_label", "relatedness_score", "SemEval_set")
+    if not set(needed) <= set(header):
+        raise PearlError(f"{path}: expected a tab-separated header with {', '.join(needed)}")
+    column = {name: header.index(name) for name in needed}
+    left, right, labels, scores = [], [], [], []
+    for number, line in enumerate(lines[1:], start=2):
+        fields = line.split("\t")
+        try:
+            if fields[column["SemEval_set"]] != split:
+                continue
+            label = NLI_LABELS.index(fields[column["entailment_label"]].lower())
+            score = float(fields[column["relatedness_score"]])
+        except (IndexError, ValueError):
+            raise PearlError(f"{path}:{number}: expected {len(header)} tab-separated fields with an entailment label "
+                             f"({', '.join(NLI_LABELS).upper()}) and a numeric relatedness") from None
+        left.append(fields[column["sentence_A"]]), right.append(fields[column["sentence_B"]])
+        labels.append(label), scores.append(score)
+    _nonempty(path, labels, f"{split} pairs")
+    return NliPairs(left, right, labels, scores)
+
+
+def load_snli(burt_dir: Path, split: str) -> NliPairs:
+    """SentEval's copy of an SNLI split: premises, hypotheses and labels, one pair a line across three files."""
+    files = [_require_burt(burt_dir / f"snli_{part}.{split}") for part in ("s1", "s2", "labels")]
+    premises, hypotheses, names = ([line.strip() for line in _text(f).splitlines()] for f in files)
+    if not len(premises) == len(hypotheses) == len(names):
+        raise PearlError(f"{files[0].parent}: snli_s1, snli_s2 and snli_labels .{split} have "
+                         f"{len(premises)}, {len(hypotheses)} and {len(names)} lines; they must match")
+    unknown = sorted(set(names) - set(NLI_LABELS))
+    if unknown:
+        raise PearlError(f"{files[2]}: unknown label(s) {', '.join(unknown[:3])} (expected {', '.join(NLI_LABELS)})")
+    _nonempty(files[0], premises, "pairs")
+    return NliPairs(premises, hypotheses, [NLI_LABELS.index(name) for name in names])

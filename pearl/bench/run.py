@@ -47,6 +47,7 @@ def build_context(params: Params, model: str | None, prefix: str, param: str = "
         short_text_dir=Path(b.short_text_dir),
         general_dir=Path(b.general_dir),
         tune_dir=Path(b.tune_dir),
+        burt_dir=Path(b.burt_dir),
         seed=params.base.seed,
         probe=ProbeSettings(lrs=tuple(b.probe_lrs), batch_size=b.probe_batch_size, max_epochs=b.probe_max_epochs,
                             patience=b.probe_patience, device=params.base.device),

@@ -30,6 +30,7 @@ class BenchContext:
     short_text_dir: Path
     general_dir: Path
     tune_dir: Path
+    burt_dir: Path
     seed: int
     probe: ProbeSettings
     ppdb_seeds: int
@@ -169,6 +170,13 @@ def scored_pairs(ctx: BenchContext, pairs: data.ScoredPairs) -> dict:
     return {"score": _percent(spearman(predicted, np.asarray(pairs.scores))), "n": len(pairs.scores)}
 
 
+def sick_relatedness(ctx: BenchContext, split: str) -> dict:
+    """SentEval's SICK-R without its trained regressor: Spearman's ρ × 100 of cosines against relatedness (BURT
+    scores cosines for the STS sets; SICK-R is scored the same way here, so no regression is fitted)."""
+    sick = data.load_sick(ctx.burt_dir, split)
+    return scored_pairs(ctx, data.ScoredPairs(sick.left, sick.right, sick.scores))
+
+
 WORD_SIM_FILES = {
     "simlex": "EN-SIMLEX-999.txt", "ws353_sim": "EN-WS-353-SIM.txt", "ws353_rel": "EN-WS-353-REL.txt",
     "men": "EN-MEN-TR-3k.txt", "rw": "EN-RW-STANFORD.txt", "simverb": "EN-SimVerb-3500.txt",
@@ -192,6 +200,7 @@ TASKS: dict[str, Callable[[BenchContext], dict]] = {
     **{task: (lambda ctx, f=WORD_SIM_FILES[task]: scored_pairs(ctx, data.load_word_similarity(ctx.general_dir, f)))
        for task in ("simlex", "ws353_sim", "ws353_rel", "men")},
     "stsb": lambda ctx: scored_pairs(ctx, data.load_stsb(ctx.general_dir, "test")),
+    "sick_r": lambda ctx: sick_relatedness(ctx, "TEST"),
     # the tune suite
     "conll2003_train": lambda ctx: clustering(ctx, "conll2003", "train"),
     "bc5cdr_train": lambda ctx: clustering(ctx, "bc5cdr", "train"),
@@ -200,5 +209,6 @@ TASKS: dict[str, Callable[[BenchContext], dict]] = {
        for task in ("rw", "simverb")},
     "wiki_aliases": lambda ctx: linking(ctx, load_wiki_aliases()),
     "geonames_aliases": lambda ctx: linking(ctx, load_geonames_aliases()),
+    "sick_trial": lambda ctx: sick_relatedness(ctx, "TRIAL"),
 }
 assert tuple(TASKS) == ALL_TASKS + TUNE_TASKS

@@ -71,6 +71,8 @@ TASK_TEXTS: dict[str, Callable[[BenchContext], Iterator[str]]] = {
     "stsb_dev": lambda ctx: _pairs(data.load_stsb(ctx.general_dir, "dev")),
     "wiki_aliases": lambda _: _retrieval(load_wiki_aliases()),
     "geonames_aliases": lambda _: _retrieval(load_geonames_aliases()),
+    "sick_r": lambda ctx: _pairs(data.load_sick(ctx.burt_dir, "TEST")),
+    "sick_trial": lambda ctx: _pairs(data.load_sick(ctx.burt_dir, "TRIAL")),
 }
 assert set(TASK_TEXTS) == set(ALL_TASKS + TUNE_TASKS)
 

@@ -6,7 +6,9 @@ param → values, each value a row with the other params at their defaults; `gri
 the cartesian product instead). `fixed` overrides apply to every row, and a sweep varies around
 the default with them applied: a grid at paper scale sets `train.max_steps: null` there, and a
 table kept at an earlier default pins what has moved since. The seed goes to `train.seed`, so the
-data stages stay cached and only training varies; the default `base.seed` is the run itself.
+data stages stay cached and only training varies; the default `base.seed` is the run itself. `system:
+burt-small` makes the rows BURT-small's (pearl/experiments/systems.py): they set burt_small.*, burt.* and
+model.pooling, and each experiment runs BURT-small's stages instead of PEARL-small's.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import hashlib
 import itertools
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -22,12 +25,13 @@ from typing import Any
 import yaml
 
 from pearl.errors import PearlError
+from pearl.experiments.systems import SYSTEMS
 from pearl.params import Params, load_params, read_yaml
 
 EXPERIMENTS_DIR = Path("experiments")
-_NAME = re.compile(r"^(?P<table>[a-z0-9]+)-(?P<row>[A-Za-z0-9._-]+)-s(?P<seed>\d+)$")
+_TABLE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+_ROW_AND_SEED = re.compile(r"^(?P<row>[A-Za-z0-9._-]+)-s(?P<seed>\d+)$")
 _ROW = re.compile(r"^[A-Za-z0-9._-]+$")
-SUITES = {"tune": ("bench_tune_base", "bench_tune"), "test": ("bench_base", "bench")}
 
 
 @dataclass(frozen=True)
@@ -61,6 +65,7 @@ class Table:
     grid: bool  # the sweeps' cartesian product rather than one param at a time
     recipes: dict[str, str]  # row → recipe_of its params: the runs that count for it
     base: Params  # the default with `fixed` applied: what a sweep varies around
+    system: str = "pearl-small"  # what the rows train (pearl.experiments.systems.SYSTEMS)
 
     def runs(self, seeds: tuple[int, ...] | None = None, rows: tuple[str, ...] | None = None) -> list[Run]:
         unknown = sorted(set(rows or []) - set(self.rows))
@@ -72,22 +77,31 @@ class Table:
 
 # Levers added after runs were recorded, each at the value that trains as the recipe did before it
 # existed: a run's params without the key are read at that value, and the key at that value stays out
-# of the recipe, so that adding a lever, off, keeps every recorded run counting. Empty while the code
-# holds no such lever: the ones added so far were screened, not adopted, and removed.
-ADDED_OFF: dict[tuple[str, str], Any] = {}
+# of the recipe, so that adding a lever, off, keeps every recorded run counting.
+ADDED_OFF: dict[tuple[str, str], Any] = {("model", "pooling"): "mean", ("train", "lr_schedule"): "exponential"}
+# Sections added the same way, off when these keys hold these values: a run without the section is read with
+# today's section at them, and the section, off, stays out of the recipe. BURT's objectives, at weight 0.
+ADDED_OFF_SECTIONS: dict[str, dict[str, Any]] = {"burt": {"nli_weight": 0.0, "pi_weight": 0.0, "ptc_weight": 0.0}}
 
 
-def recipe_of(params: Params) -> str:
+def recipe_of(params: Params, system: str = "pearl-small") -> str:
     """What a run trains and measures with, the seed aside: its typed params but train.seed, the
-    benchmark's and Figure 4's sections, where the work ran (engine, ray: the same rows), PEARL-base's
-    section (its own stages; the tables' runs train PEARL-small) and the `ADDED_OFF` levers at their off
-    value. A run counts for every row of this recipe, whichever table ran it, and for none once the
-    default has moved on."""
-    recipe = {k: v for k, v in asdict(params).items() if k not in ("bench", "figure4", "engine", "ray", "pearl_base")}
+    benchmark's and Figure 4's sections, where the work ran (engine, ray: the same rows), PEARL-base's and
+    BURT-small's sections (their own stages; the tables' runs train PEARL-small) and the `ADDED_OFF` levers and
+    sections at their off value. A run counts for every row of this recipe, whichever table ran it, and for none once the
+    default has moved on. A BURT-small row's recipe is that of the params BURT-small trains with, marked as its."""
+    params = SYSTEMS[system].recipe(params)
+    recipe = {k: v for k, v in asdict(params).items()
+              if k not in ("bench", "figure4", "engine", "ray", "pearl_base", "burt_small")}
     recipe["train"] = {k: v for k, v in recipe["train"].items() if k != "seed"}
     for (section, key), off in ADDED_OFF.items():
         if recipe[section][key] == off:
             del recipe[section][key]
+    for section, off in ADDED_OFF_SECTIONS.items():
+        if all(recipe[section][key] == value for key, value in off.items()):
+            del recipe[section]
+    if system != "pearl-small":
+        recipe["system"] = system
     return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:12]
 
 
@@ -142,12 +156,16 @@ def load_table(path: Path, params_path: Path = Path("params.yaml")) -> Table:
     raw = read_yaml(path)
     if not isinstance(raw, dict) or not ({"rows", "sweeps"} & raw.keys()):
         raise PearlError(f"{path}: expected a mapping with `rows` or `sweeps`")
-    unknown = sorted(set(raw) - {"title", "seeds", "rows", "sweeps", "grid", "fixed"})
+    unknown = sorted(set(raw) - {"title", "seeds", "rows", "sweeps", "grid", "fixed", "system"})
     if unknown:
         raise PearlError(f"{path}: unknown key(s) {', '.join(unknown)}")
     name = path.stem
-    if not re.fullmatch(r"[a-z0-9]+", name):
-        raise PearlError(f"{path}: a table's file name must be lowercase letters and digits (it prefixes experiment names)")
+    if not _TABLE.match(name):
+        raise PearlError(f"{path}: a table's file name must be lowercase letters and digits, words joined by '-' "
+                         "(it prefixes experiment names)")
+    system = raw.get("system", "pearl-small")
+    if system not in SYSTEMS:
+        raise PearlError(f"{path}: system {system!r}: expected one of {', '.join(SYSTEMS)}")
     fixed = raw.get("fixed") or {}
     try:
         base = load_params(params_path, fixed)
@@ -161,12 +179,12 @@ def load_table(path: Path, params_path: Path = Path("params.yaml")) -> Table:
             raise PearlError(f"{path}: row name {row!r} may hold only letters, digits, '.', '_' and '-'")
         overrides = {**fixed, **(overrides or {})}
         try:
-            recipes[str(row)] = recipe_of(load_params(params_path, overrides))
+            recipes[str(row)] = recipe_of(load_params(params_path, overrides), system)
         except PearlError as error:
             raise PearlError(f"{path}: row {row}: {error}") from None
         checked[str(row)] = overrides
     seeds = tuple(int(s) for s in raw.get("seeds") or [base.base.seed])
-    return Table(name, raw.get("title", name), checked, seeds, sweeps, bool(raw.get("grid")), recipes, base)
+    return Table(name, raw.get("title", name), checked, seeds, sweeps, bool(raw.get("grid")), recipes, base, system)
 
 
 def load_tables(directory: Path = EXPERIMENTS_DIR, params_path: Path = Path("params.yaml")) -> dict[str, Table]:
@@ -174,7 +192,10 @@ def load_tables(directory: Path = EXPERIMENTS_DIR, params_path: Path = Path("par
     return {path.stem: load_table(path, params_path) for path in paths}
 
 
-def parse_name(name: str) -> tuple[str, str, int] | None:
-    """(table, row, seed) of an experiment this module named, else None."""
-    match = _NAME.match(name)
-    return (match["table"], match["row"], int(match["seed"])) if match else None
+def parse_name(name: str, tables: Iterable[str]) -> tuple[str, str, int] | None:
+    """(table, row, seed) of an experiment this module named for one of `tables`, else None; the longest table
+    name that prefixes it wins (a table's name may hold '-', as its rows' may)."""
+    for table in sorted(tables, key=len, reverse=True):
+        if name.startswith(f"{table}-") and (match := _ROW_AND_SEED.match(name[len(table) + 1:])):
+            return table, match["row"], int(match["seed"])
+    return None

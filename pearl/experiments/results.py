@@ -21,24 +21,19 @@ import polars as pl
 import yaml
 
 from pearl.artifacts import atomic_path, write_json
-from pearl.bench.task_names import ALL_TASKS, TUNE_TASKS
+from pearl.bench.task_names import BURT_TABLE_TASKS, BURT_TUNE_TABLE_TASKS, PEARL_TUNE_TASKS
 from pearl.errors import PearlError
 from pearl.experiments import shell
-from pearl.experiments.definitions import (ADDED_OFF, Table, default_value, param_key, parse_name, recipe_of, sweep_row,
-                                          yaml_value)
+from pearl.experiments.definitions import (ADDED_OFF, ADDED_OFF_SECTIONS, Table, default_value, param_key, parse_name,
+                                          recipe_of, sweep_row, yaml_value)
+from pearl.experiments.systems import SYSTEMS, Column, System
 from pearl.experiments.sweep_figure import draw_sweeps
 from pearl.log import get_logger
 from pearl.params import Params, parse_params
 from pearl.report.summary import TITLES, with_means
 
 log = get_logger("experiments")
-# suite column → (metrics folder, dvc.lock stage prefix, tasks)
-COLUMNS = {
-    "tune": ("metrics/tune/model", "bench_tune@", TUNE_TASKS),
-    "tune_base": ("metrics/tune/base", "bench_tune_base@", TUNE_TASKS),
-    "test": ("metrics/bench/model", "bench@", ALL_TASKS),
-    "test_base": ("metrics/bench/base", "bench_base@", ALL_TASKS),
-}
+COLUMNS = ("tune", "tune_base", "test", "test_base")  # each system's (pearl.experiments.systems)
 TRAIN_FIELDS = ("steps", "seconds", "heldout_type_accuracy", "heldout_type_accuracy_before_averaging", "distill_loss",
                 "teacher", "backbone")
 
@@ -67,53 +62,60 @@ def _hash_of(entries: list[dict], path: str) -> str | None:
     return next((e.get("md5") for e in entries if e.get("path") == path), None)
 
 
-def _column(rev: str, lock: dict, params: dict, column: str) -> dict[str, float]:
-    folder, prefix, tasks = COLUMNS[column]
-    model = _hash_of(lock.get("average", {}).get("outs", []), "models/pearl")
+def _column(rev: str, lock: dict, params: dict, column: Column, system: System) -> dict[str, float]:
+    model = _hash_of(lock.get(system.export_stage, {}).get("outs", []), system.export)
     scores = {}
-    for task in tasks:
-        entry = lock.get(prefix + task)
-        text = shell.git_show(rev, f"{folder}/{task}.json") if entry is not None else None
+    for task in column.tasks:
+        entry = lock.get(column.stage(task))
+        text = shell.git_show(rev, f"{column.folder}/{task}.json") if entry is not None else None
         if text is None:
             continue
-        if column.endswith("_base"):
+        if not column.trained:
             used = entry.get("params", {}).get("params.yaml", {})
             current = all(used.get(k) == params["model"][k.split(".")[1]] for k in ("model.backbone", "model.prefix"))
         else:
-            current = model is not None and _hash_of(entry.get("deps", []), "models/pearl") == model
+            current = model is not None and _hash_of(entry.get("deps", []), system.export) == model
         if current:
             scores[task] = json.loads(text)["score"]
     return scores
 
 
 def _with_todays_outside_sections(params: dict, default: Params) -> dict:
-    """A run's params with today's `engine`, ray and pearl_base sections: none enters a recipe (the same
-    rows on either engine; PEARL-small's stages read no pearl_base key), and older runs lack them, or
-    keys added to them since; and each `ADDED_OFF` lever the run predates, at its off value."""
+    """A run's params with today's `engine`, ray and pearl_base sections, and today's burt_small section and bench
+    keys where it lacks them: none enters a PEARL-small recipe (the same rows on either engine; PEARL-small's stages
+    read no pearl_base or burt_small key), and older runs lack them, or keys added to them since; and each
+    `ADDED_OFF` lever and section the run predates, at its off value."""
     if not isinstance(params, dict):
         return params
-    params = {**params, "engine": default.engine, "ray": asdict(default.ray), "pearl_base": asdict(default.pearl_base)}
+    params = {"burt_small": asdict(default.burt_small), **params, "engine": default.engine, "ray": asdict(default.ray),
+              "pearl_base": asdict(default.pearl_base)}
     for (section, key), off in ADDED_OFF.items():
         if isinstance(params.get(section), dict) and key not in params[section]:
             params[section] = {**params[section], key: off}
+    for section, off in ADDED_OFF_SECTIONS.items():
+        if section not in params:
+            params[section] = {**asdict(getattr(default, section)), **off}
+    if isinstance(params.get("bench"), dict):  # outside every recipe; older runs lack keys added to it since
+        params["bench"] = {**asdict(default.bench), **params["bench"]}
     return params
 
 
 def read_run(found: Finished, tables: dict[str, Table], default: Params) -> dict | None:
     """The record of one finished experiment, or None when no table defines its name."""
-    parsed = parse_name(found.name)
-    if parsed is None or parsed[0] not in tables:
+    parsed = parse_name(found.name, tables)
+    if parsed is None:
         return None
     table, row, seed = parsed
+    system = SYSTEMS[tables[table].system]
     lock = yaml.safe_load(shell.git_show(found.rev, "dvc.lock") or "{}").get("stages", {})
     params = yaml.safe_load(shell.git_show(found.rev, "params.yaml") or "{}")
     try:
-        recipe = recipe_of(parse_params(_with_todays_outside_sections(params, default)))
+        recipe = recipe_of(parse_params(_with_todays_outside_sections(params, default)), system.name)
     except PearlError:  # params of an older schema: no row of today's tables has that recipe
         recipe = None
-    train = json.loads(shell.git_show(found.rev, "metrics/train.json") or "{}")
+    train = json.loads(shell.git_show(found.rev, f"{system.metrics_dir}/train.json") or "{}")
     # train.json's type accuracy is the tuned model's; the shipped (weight-averaged) export's is average.json's
-    shipped = json.loads(shell.git_show(found.rev, "metrics/average.json") or "{}").get("heldout_type_accuracy")
+    shipped = json.loads(shell.git_show(found.rev, f"{system.metrics_dir}/average.json") or "{}").get("heldout_type_accuracy")
     train["heldout_type_accuracy_before_averaging"] = train.pop("heldout_type_accuracy", None)
     train["heldout_type_accuracy"] = shipped
     created = shell.run(["git", "show", "-s", "--format=%cI", found.rev]).strip()
@@ -121,7 +123,7 @@ def read_run(found: Finished, tables: dict[str, Table], default: Params) -> dict
               "baseline": found.baseline, "created": created, "recipe": recipe,
               "overrides": tables[table].rows.get(row), "train": {k: train[k] for k in TRAIN_FIELDS if train.get(k) is not None}}
     for column in COLUMNS:
-        record[column] = _column(found.rev, lock, params, column)
+        record[column] = _column(found.rev, lock, params, system.columns[column], system)
     return record
 
 
@@ -187,6 +189,12 @@ def _overrides(overrides: dict) -> str:
     return " ".join(f"`{k}={yaml_value(v)}`" for k, v in overrides.items()) or "(default)"
 
 
+# per system: the tune columns, the tune mean (a MEANS column) and the test columns of its tables, with their heads
+_COLUMNS = {"pearl-small": (PEARL_TUNE_TASKS, "tune", {"avg9": "Test Avg (9)", "general": "Test General"}),
+            "burt-small": (BURT_TUNE_TABLE_TASKS, "burt_tune",
+                           {t: f"Test {TITLES[t]}" for t in (*BURT_TABLE_TASKS, "burt_words")})}
+
+
 def markdown(tables: dict[str, Table], aggregated: dict[str, dict]) -> str:
     out = ["# Experiments", "",
            "Written by `pearl experiments results` from the finished DVC experiments; mean ± std over "
@@ -195,21 +203,22 @@ def markdown(tables: dict[str, Table], aggregated: dict[str, dict]) -> str:
     for name, table in tables.items():
         rows = aggregated[name]
         out += [f"## {table.title}", ""]
-        header = ["row", "overrides", "seeds", *(TITLES[t] for t in TUNE_TASKS), "Tune (mean)", "Δ tune",
-                  "Test Avg (9)", "Test General", "backbone untuned: Tune"]
+        tune_columns, tune_mean, test_columns = _COLUMNS[table.system]
+        header = ["row", "overrides", "seeds", *(TITLES[t] for t in tune_columns), TITLES[tune_mean], "Δ tune",
+                  *test_columns.values(), f"backbone untuned: {TITLES[tune_mean].removesuffix(' (mean)')}"]
         out += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-        reference = rows.get("default", {}).get("tune", {}).get("tune")
+        reference = rows.get("default", {}).get("tune", {}).get(tune_mean)
         for row, cells in rows.items():
             if not cells["seeds"]:
                 continue
-            tune = cells["tune"].get("tune")
+            tune = cells["tune"].get(tune_mean)
             delta = (f"{tune['mean'] - reference['mean']:+.2f}" if tune and reference and row != "default" else "")
             seeds = len(cells["seeds"])
             out.append("| " + " | ".join([
                 row, _overrides(cells["overrides"]), ",".join(map(str, cells["seeds"])),
-                *(stat_cell(cells["tune"].get(t), seeds) for t in TUNE_TASKS), stat_cell(tune, seeds), delta,
-                stat_cell(cells["test"].get("avg9"), seeds), stat_cell(cells["test"].get("general"), seeds),
-                stat_cell(cells["tune_base"].get("tune"), seeds)]) + " |")
+                *(stat_cell(cells["tune"].get(t), seeds) for t in tune_columns), stat_cell(tune, seeds), delta,
+                *(stat_cell(cells["test"].get(t), seeds) for t in test_columns),
+                stat_cell(cells["tune_base"].get(tune_mean), seeds)]) + " |")
         missing = [row for row, cells in rows.items() if not cells["seeds"]]
         if len(missing) == len(rows):
             out = out[:-2] + ["No row run yet."]

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
-from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -34,17 +33,19 @@ TYPE_HEAD = "pearl_type_head.safetensors"
 
 
 def export_sentence_transformer(model: PhraseModel, out_dir: Path, spelling_weight: float = 0.0,
-                                spelling_features: int = 1024) -> None:
+                                spelling_features: int = 1024, type_head: bool = True) -> None:
     """Write into `out_dir`, a new directory (callers swap it in with pearl.artifacts.atomic_dir).
 
-    modules.json: PhraseTransformer (root), Pooling (mean), CharFeatures when the model has a
+    modules.json: PhraseTransformer (root), Pooling (model.pooling's mode), CharFeatures when the model has a
     character encoder, SpellingNgrams when spelling_weight > 0, Normalize. The prefix becomes the
     default prompt, so `encode` adds it. The type head goes to pearl_type_head.safetensors, its
-    label names to pearl_model.json."""
+    label names to pearl_model.json; `type_head=False` (a model trained without the type loss, whose head
+    is its random start) ships none, so that `pearl types` refuses the export instead of guessing."""
     from safetensors.torch import save_file
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.modules import Normalize, Pooling
 
+    from pearl.model.phrase_model import saved_config
     from pearl.model.st_modules import CharFeatures, PhraseTransformer, SpellingNgrams
 
     with tempfile.TemporaryDirectory() as scratch:  # PhraseTransformer loads the backbone from a path
@@ -53,7 +54,7 @@ def export_sentence_transformer(model: PhraseModel, out_dir: Path, spelling_weig
         model.tokenizer.save_pretrained(hf_dir)
         transformer = PhraseTransformer(str(hf_dir), max_seq_length=backbone_max_seq_length(model))
         hidden = model.backbone.config.hidden_size
-        modules = [transformer, Pooling(hidden, pooling_mode="mean")]
+        modules = [transformer, Pooling(hidden, pooling_mode=model.config.pooling)]
         if model.char is not None:
             char = CharFeatures(hidden, model.config.char_dim, model.config.char_weight)
             char.encoder.load_state_dict(model.char.state_dict())
@@ -69,11 +70,13 @@ def export_sentence_transformer(model: PhraseModel, out_dir: Path, spelling_weig
     _ship_code(out_dir)
     spelling = {"spelling_weight": spelling_weight, "spelling_features": spelling_features if spelling_weight > 0 else 0}
     dimension = model.dim + spelling["spelling_features"]
-    (out_dir / "README.md").write_text(model_card(model, dimension, spelling_weight))
-    head = model.type_head
-    save_file({"weight": head.weight.detach().float().cpu().contiguous(),
-               "bias": head.bias.detach().float().cpu().contiguous()}, out_dir / TYPE_HEAD)
-    config = {**asdict(model.config), **spelling, "dimension": dimension, "type_labels": list(LABELS)}
+    (out_dir / "README.md").write_text(model_card(model, dimension, spelling_weight, type_head))
+    if type_head:
+        head = model.type_head
+        save_file({"weight": head.weight.detach().float().cpu().contiguous(),
+                   "bias": head.bias.detach().float().cpu().contiguous()}, out_dir / TYPE_HEAD)
+    labels = {"type_labels": list(LABELS)} if type_head else {}
+    config = {**saved_config(model.config), **spelling, "dimension": dimension, **labels}
     (out_dir / CONFIG).write_text(json.dumps(config, indent=2) + "\n")
 
 
@@ -131,12 +134,17 @@ or, with pearl installed, `pearl.load(path)`, `pearl link`, `pearl join` and `pe
 """
 
 
-def model_card(model: PhraseModel, dimension: int, spelling_weight: float) -> str:
+def model_card(model: PhraseModel, dimension: int, spelling_weight: float, type_head: bool = True) -> str:
     c = model.config
     char = f"a character encoder ({c.char_dim} dimensions, weight {c.char_weight})" if c.char_encoder else "no character encoder"
     if spelling_weight > 0:
         char += (f", then hashed character 3-grams ({dimension - model.dim} buckets) that carry a share of"
                  f" {spelling_weight} of every cosine")
+    about = (f"""Phrase vectors of {dimension} dimensions, trained with the PEARL recipe (Chen et al., 2024) by `pearl`:
+the backbone `{c.backbone}` fine-tuned and averaged with its original weights, plus {char},
+L2-normalised. `pearl_type_head.safetensors` holds the {len(LABELS)}-way phrase-type head.""" if type_head else
+             f"""Phrase vectors of {dimension} dimensions, trained by `pearl` without PEARL's type loss (BURT-small, or
+an ablation): the backbone `{c.backbone}` fine-tuned, plus {char}, L2-normalised. It has no phrase-type head.""")
     return f"""---
 library_name: sentence-transformers
 pipeline_tag: sentence-similarity
@@ -145,9 +153,7 @@ tags: [sentence-transformers, feature-extraction, phrase-embeddings, pearl]
 
 # PEARL phrase embeddings
 
-Phrase vectors of {dimension} dimensions, trained with the PEARL recipe (Chen et al., 2024) by `pearl`:
-the backbone `{c.backbone}` fine-tuned and averaged with its original weights, plus {char},
-L2-normalised. `pearl_type_head.safetensors` holds the {len(LABELS)}-way phrase-type head.
+{about}
 
 ```python
 from sentence_transformers import SentenceTransformer

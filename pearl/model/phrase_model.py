@@ -1,4 +1,4 @@
-"""The PEARL phrase model: backbone (masked mean pooling) ⊕ character encoder, plus the type head.
+"""The PEARL phrase model: backbone (masked mean pooling, or BURT's CLS or max) ⊕ character encoder, plus the type head.
 
 The embedding is the concatenation (u, v) of the pooled backbone vector and the character
 vector (section 3.2), each L2-normalised and v weighted by `char_weight`; the type head is a
@@ -31,11 +31,31 @@ class ModelConfig:
     char_encoder: bool
     char_dim: int
     char_weight: float
+    pooling: str = "mean"  # mean | cls | max; models saved before it was a choice pooled by mean
+
+
+def saved_config(config: ModelConfig) -> dict:
+    """The config as pearl_model.json holds it: `pooling` only where it is not mean, so that a mean-pooled model is
+    saved byte for byte as before pooling was a choice (and the DAG's recorded outputs stay valid)."""
+    fields = asdict(config)
+    if fields["pooling"] == "mean":
+        del fields["pooling"]
+    return fields
 
 
 def mean_pool(token_embeddings: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
     mask = attention_mask.unsqueeze(-1).to(token_embeddings.dtype)
     return (token_embeddings * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+
+
+def pool(token_embeddings: torch.Tensor, attention_mask: torch.Tensor, pooling: str) -> torch.Tensor:
+    """One vector per text, as sentence-transformers' Pooling of the same mode computes it in the export."""
+    if pooling == "cls":
+        return token_embeddings[:, 0]
+    if pooling == "max":
+        padding = (attention_mask == 0).unsqueeze(-1)
+        return token_embeddings.masked_fill(padding, torch.finfo(token_embeddings.dtype).min).max(1).values
+    return mean_pool(token_embeddings, attention_mask)
 
 
 class PhraseTokenizer:
@@ -78,7 +98,7 @@ class PhraseModel(nn.Module):
         """Phrase vectors (u/|u|, w · v/|v|)."""
         inputs = {k: v for k, v in features.items() if k != "char_ids"}
         output = self.backbone(**inputs)
-        u = mean_pool(output.last_hidden_state, features["attention_mask"])
+        u = pool(output.last_hidden_state, features["attention_mask"], self.config.pooling)
         return combine(u, None if self.char is None else self.char(features["char_ids"]), self.config.char_weight)
 
     @torch.no_grad()
@@ -107,7 +127,7 @@ class PhraseModel(nn.Module):
         if self.char is not None:
             heads["char"] = self.char.state_dict()
         torch.save(heads, directory / EXTRA_WEIGHTS)
-        (directory / CONFIG).write_text(json.dumps(asdict(self.config), indent=2) + "\n")
+        (directory / CONFIG).write_text(json.dumps(saved_config(self.config), indent=2) + "\n")
 
     @classmethod
     def load(cls, directory: Path) -> PhraseModel:

@@ -1,4 +1,4 @@
-"""The benchmark summary: per-task scores of the trained models (PEARL-small and PEARL-base),
+"""The benchmark summary: per-task scores of the trained models (PEARL-small, PEARL-base, PEARL-static, BURT-small),
 PEARL-small's backbone, the reference models and the string baseline, on the test suite and,
 apart, on the tune suite."""
 
@@ -10,8 +10,8 @@ from pathlib import Path
 
 from pearl.artifacts import atomic_path, write_json
 from pearl.errors import PearlError
-from pearl.bench.task_names import (CLEAN_PPDB_TASKS, GENERAL_TASKS, NAME_TUNE_TASKS, PHRASE_TASKS, SHORT_TEXT_TASKS,
-                                    TUNE_MEAN_TASKS, TUNE_TASKS)
+from pearl.bench.task_names import (BURT_TABLE_TASKS, BURT_TUNE_TABLE_TASKS, CLEAN_PPDB_TASKS, GENERAL_TASKS,
+                                    NAME_TUNE_TASKS, PEARL_TUNE_TASKS, PHRASE_TASKS, SHORT_TEXT_TASKS, TUNE_MEAN_TASKS)
 
 TITLES = {
     "ppdb": "PPDB", "ppdb_filtered": "PPDB filtered", "turney": "Turney", "bird": "BIRD", "yago": "YAGO",
@@ -20,21 +20,25 @@ TITLES = {
     "simlex": "SimLex", "ws353_sim": "WS-sim", "ws353_rel": "WS-rel", "men": "MEN", "stsb": "STS-B",
     "conll2003_train": "CoNLL 03 train", "bc5cdr_train": "BC5CDR train", "stsb_dev": "STS-B dev",
     "rw": "RW", "simverb": "SimVerb", "wiki_aliases": "Wiki aliases", "geonames_aliases": "GeoNames aliases",
+    "sick_r": "SICK-R", "sick_trial": "SICK-R trial",
     "avg9": "Avg (9 tasks)", "avg9_clean": "Avg (9, clean PPDB)", "probe_free7": "Probe-free (7)",
     "general": "General (mean)", "tune": "Tune (mean)",
-    "tune_names": "Names (tune mean)",
+    "tune_names": "Names (tune mean)", "burt_words": "Words (mean)", "burt_tune": "BURT tune (mean)",
 }
 # column → the tasks it averages, when all are present
 # The paper's average puts PPDB twins on both sides of its split; the clean one swaps in the
 # leak-free PPDB columns. The seven tasks without a trained probe move least with noise (fp16 rounding
 # moved a PPDB probe by 6.6 points and them by at most 0.7).
 MEANS = {"avg9": PHRASE_TASKS, "avg9_clean": (*CLEAN_PPDB_TASKS, *PHRASE_TASKS[2:]), "probe_free7": PHRASE_TASKS[2:],
-         "general": GENERAL_TASKS, "tune": TUNE_MEAN_TASKS, "tune_names": NAME_TUNE_TASKS}
+         "general": GENERAL_TASKS, "tune": TUNE_MEAN_TASKS, "tune_names": NAME_TUNE_TASKS,
+         "burt_words": BURT_TABLE_TASKS[2:], "burt_tune": BURT_TUNE_TABLE_TASKS}
 TABLES = {
     "test": [("Phrase tasks (paper Table 1)", [*PHRASE_TASKS, "avg9", "avg9_clean", "probe_free7"]),
              ("Leak-free PPDB and the general-purpose guard", [*CLEAN_PPDB_TASKS, *GENERAL_TASKS, "general"]),
-             ("Short-text classification (paper Table 2)", list(SHORT_TEXT_TASKS))],
-    "tune": [("Tune suite (defaults are chosen here)", [*TUNE_TASKS, "tune", "tune_names"])],
+             ("Short-text classification (paper Table 2)", list(SHORT_TEXT_TASKS)),
+             ("BURT's Table 2, offline subset", [*BURT_TABLE_TASKS, "burt_words"])],
+    "tune": [("Tune suite (defaults are chosen here)", [*PEARL_TUNE_TASKS, "tune", "tune_names"]),
+             ("BURT-small's settings are chosen here", [*BURT_TUNE_TABLE_TASKS, "burt_tune"])],
 }
 SUITE_DIRS = {"test": "bench", "tune": "tune"}
 
@@ -66,7 +70,7 @@ def _is_result(value) -> bool:
 
 def load_results(metrics_root: Path, suite: str, tasks: list[str], string_tasks: list[str]) -> dict[str, dict[str, dict]]:
     """system → task → result, systems in table order: string, base, ref:<model>…, model (PEARL-small),
-    pearl-base, static (PEARL-static)."""
+    pearl-base, static (PEARL-static), burt-small (BURT-small)."""
     folder = metrics_root / SUITE_DIRS[suite]
     systems = {"string": _load(folder, "string", string_tasks if suite == "test" else []),
                "base": _load(folder, "base", tasks)}
@@ -76,6 +80,7 @@ def load_results(metrics_root: Path, suite: str, tasks: list[str], string_tasks:
     systems["model"] = _load(folder, "model", tasks)
     systems["pearl-base"] = _load(folder, "pearl-base", tasks)
     systems["static"] = _load(folder, "static", tasks)
+    systems["burt-small"] = _load(folder, "burt-small", tasks)
     return {system: results for system, results in systems.items() if results}
 
 
@@ -96,7 +101,8 @@ def summarise(metrics_root: Path, tasks: list[str], tune_tasks: list[str], strin
     summary = {}
     for suite, suite_tasks in (("test", tasks), ("tune", tune_tasks)):
         systems = {system: _scores(results) for system, results in load_results(metrics_root, suite, suite_tasks, string_tasks).items()}
-        for row, system, against in (("delta", "model", "base"), ("static_gap", "static", "model")):
+        for row, system, against in (("delta", "model", "base"), ("static_gap", "static", "model"),
+                                     ("burt_delta", "burt-small", "base")):
             if system in systems and against in systems:
                 systems[row] = {task: round(systems[system][task] - systems[against][task], 2)
                                 for task in systems[system] if task in systems[against]}
@@ -120,7 +126,8 @@ def _label(system: str, backbone: str) -> str:
         return f"{backbone} (backbone, untuned)"
     if system.startswith("ref:"):
         return f"{system[4:]} (reference, untuned)"
-    return {"pearl-base": "PEARL-base (ours)", "static": "PEARL-static (ours)"}.get(system, "PEARL-small (ours)")
+    return {"pearl-base": "PEARL-base (ours)", "static": "PEARL-static (ours)",
+            "burt-small": "BURT-small (BURT's recipe, offline data)"}.get(system, "PEARL-small (ours)")
 
 
 def _cell(results: dict[str, dict], scores: dict[str, float], column: str) -> str:
@@ -149,7 +156,8 @@ def markdown(metrics_root: Path, summary: dict, tasks: list[str], tune_tasks: li
             for row, name in (("delta", "Δ (PEARL-small − backbone)"),
                               ("margin_over_best_offshelf", "Δ (PEARL-small − best off-the-shelf)"),
                               ("pearl_base_margin_over_best_offshelf", "Δ (PEARL-base − best off-the-shelf)"),
-                              ("static_gap", "Δ (PEARL-static − PEARL-small)")):
+                              ("static_gap", "Δ (PEARL-static − PEARL-small)"),
+                              ("burt_delta", "Δ (BURT-small − backbone)")):
                 if any(c in scores.get(row, {}) for c in columns):
                     lines.append(f"| {name} | " + " | ".join(
                         f"{scores[row][c]:+.1f}" if c in scores[row] else "–" for c in columns) + " |")
@@ -164,6 +172,12 @@ def markdown(metrics_root: Path, summary: dict, tasks: list[str], tune_tasks: li
     if "atis_s" in base:
         lines.append(f"- ATIS-S holds queries of at most {base['atis_s']['length_cut_tokens']} tokens (the lower median of train), ATIS-L the longer ones.")
     lines.append("- PPDB clean: unordered pairs once, no phrase on two sides of a split (pearl/bench/ppdb_split.py).")
+    if any("burt-small" in systems for systems in loaded.values()):
+        lines.append("- BURT's Table 2, offline subset: its STS12–16, SemEval-2013 Task 5(a), SCWS and PPDB phrase-similarity "
+                     "columns have no offline copy. SICK-R here is the Spearman ρ of cosines on SICK TEST (SentEval fits a "
+                     "regressor first). BURT-small trains on SICK TRAIN and SNLI dev for NLI, our cached variants for "
+                     "paraphrase identification and WordNet's relations for pairwise classification, the offline "
+                     "substitutes of SNLI + MultiNLI and PPDB (metrics/burt-small/train.json).")
     lines.append("- Scores in percent: accuracy (PPDB, Turney, retrieval, AutoFJ, ATIS), Pearson r × 100 (BIRD), "
                  "Spearman ρ × 100 (word similarity, STS-B), NMI × 100 (clustering); ties credited 1/k.")
     return "\n".join(lines) + "\n"

@@ -23,8 +23,9 @@ _NEUTRAL = {"num_workers", "checkpoint_dir", "checkpoint_every", "log_every"}
 
 def fingerprint(params: Params, inputs: list[Path]) -> str:
     train = {k: v for k, v in asdict(params.train).items() if k not in _NEUTRAL}
+    burt = {"burt": asdict(params.burt), "burt_dir": params.bench.burt_dir} if params.burt.weights else {}
     digest = hashlib.sha256(json.dumps(
-        {"seed": params.base.seed, "model": asdict(params.model), "train": train}, sort_keys=True).encode())
+        {"seed": params.base.seed, "model": asdict(params.model), "train": train, **burt}, sort_keys=True).encode())
     for path in inputs:
         # a sharded artifact's manifest holds each shard's hash
         digest.update(hashlib.sha256((path / SHARD_MANIFEST if path.is_dir() else path).read_bytes()).digest())

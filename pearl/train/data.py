@@ -191,17 +191,43 @@ class TrainingSet:
         return options[level][rng.integers(len(options[level]))], level
 
 
-class StepBatches(torch.utils.data.Dataset):
-    """Batch number k of this dataset is training step `first + k`; tokenised in the worker."""
+@dataclass(frozen=True)
+class PairStep:
+    """One batch of one of BURT's objectives, tokenised."""
 
-    def __init__(self, data: TrainingSet, sampling: Sampling, tokenize, first: int, last: int):
+    task: str
+    labels: torch.Tensor
+    left: dict[str, torch.Tensor]
+    right: dict[str, torch.Tensor]
+
+
+@dataclass(frozen=True)
+class Step:
+    phrases: Batch | None  # None when none of PEARL's losses is on (BURT's objectives alone)
+    pairs: PairStep | None  # None when none of BURT's objectives is on
+
+
+class StepBatches(torch.utils.data.Dataset):
+    """Item k of this dataset is training step `first + k`; tokenised in the worker. `pairs` (BURT's objectives,
+    pearl.train.burt_pairs.BurtPairs) is tokenised by `tokenize_pairs`, to its own, sentence-sized length."""
+
+    def __init__(self, data: TrainingSet | None, sampling: Sampling, tokenize, first: int, last: int,
+                 pairs=None, tokenize_pairs=None):
         self.data, self.sampling, self.tokenize = data, sampling, tokenize
         self.first, self.last = first, last
+        self.pairs, self.tokenize_pairs = pairs, tokenize_pairs
 
     def __len__(self) -> int:
         return self.last - self.first
 
-    def __getitem__(self, k: int) -> Batch:
-        texts, n, labels, exclude, teacher_cos, _ = self.data.batch_texts(self.sampling, self.first + k)
-        return Batch(texts, n, torch.from_numpy(labels), torch.from_numpy(exclude), self.tokenize(texts),
-                     None if teacher_cos is None else torch.from_numpy(teacher_cos))
+    def __getitem__(self, k: int) -> Step:
+        step, phrases, pairs = self.first + k, None, None
+        if self.data is not None:
+            texts, n, labels, exclude, teacher_cos, _ = self.data.batch_texts(self.sampling, step)
+            phrases = Batch(texts, n, torch.from_numpy(labels), torch.from_numpy(exclude), self.tokenize(texts),
+                            None if teacher_cos is None else torch.from_numpy(teacher_cos))
+        if self.pairs is not None:
+            drawn = self.pairs.batch(self.sampling.seed, step)
+            pairs = PairStep(drawn.task, torch.from_numpy(drawn.labels), self.tokenize_pairs(drawn.left),
+                             self.tokenize_pairs(drawn.right))
+        return Step(phrases, pairs)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from pearl.artifacts import (EVALUATION_TEXTS_SCHEMA, HARD_NEGATIVES_SCHEMA, TEACHER_VECTORS_SCHEMA,
                              TYPED_PHRASES_SCHEMA, VARIANTS_SCHEMA, artifact_files)
+from pearl.errors import PearlError
 from pearl.params import Params
 
 
@@ -27,6 +28,25 @@ class TrainInputs:
             needed.append((self.teacher, TEACHER_VECTORS_SCHEMA))
         for path, schema in needed:
             artifact_files(path, schema)
+        check_burt_sources(params)
+
+
+def check_burt_sources(params: Params) -> None:
+    """The files BURT's objectives that are on read (SICK and SNLI also to keep their test splits out): one line
+    each if missing or unreadable, before torch imports."""
+    burt = params.burt
+    if not burt.weights:
+        return
+    from pearl.bench.data import load_sick, load_snli
+
+    burt_dir = Path(params.bench.burt_dir)
+    load_sick(burt_dir, "TEST"), load_snli(burt_dir, "test")
+    if burt.ppdb_file is not None and ({"pi", "ptc"} & burt.weights.keys()) and not Path(burt.ppdb_file).is_file():
+        raise PearlError(f"{burt.ppdb_file} is missing: set burt.ppdb_file to a PPDB 2.0 file, or to null")
+    if "ptc" in burt.weights and burt.ppdb_file is None:
+        from pearl.augment.token_level import load_wordnet
+
+        load_wordnet(Path(params.augment.nltk_data))
 
 
 def uses_teacher(params: Params) -> bool:

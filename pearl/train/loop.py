@@ -20,11 +20,13 @@ from pearl.errors import PearlError
 from pearl.log import get_logger
 from pearl.model.grad_cache import cached_backward
 from pearl.model.loss import LossParts, pearl_loss
-from pearl.model.phrase_model import ModelConfig, PhraseModel
-from pearl.params import Params
+from pearl.model.pair_heads import pair_heads
+from pearl.model.phrase_model import ModelConfig, PhraseModel, PhraseTokenizer
+from pearl.params import Params, pearl_objectives
 from pearl.train.checkpoint import clear_checkpoints, fingerprint, load_checkpoint, save_checkpoint
 from pearl.teacher.vectors import TeacherVectors
-from pearl.train.data import Batch, Sampling, StepBatches, TrainingSet, ViewFilter
+from pearl.train.burt_pairs import CLASSES, BurtPairs, load_burt_pairs
+from pearl.train.data import Batch, PairStep, Sampling, Step, StepBatches, TrainingSet, ViewFilter
 from pearl.train.distributed import World, average_gradients, close_world, gather_rows, init_world, share
 from pearl.train.inputs import TrainInputs, distils, uses_teacher
 
@@ -44,11 +46,12 @@ class TrainResult:
     precision: str
     world: World
     view_filter: ViewFilter | None
+    burt: dict  # per objective of BURT's that is on: where its pairs came from, how many, how many dropped
 
 
 def model_config(params: Params) -> ModelConfig:
     m = params.model
-    return ModelConfig(m.backbone, m.prefix, m.max_length, m.char_encoder, m.char_dim, m.char_weight)
+    return ModelConfig(m.backbone, m.prefix, m.max_length, m.char_encoder, m.char_dim, m.char_weight, m.pooling)
 
 
 def precision_for(requested: str, device: str) -> str:
@@ -99,6 +102,16 @@ def teacher_inputs(params: Params, vectors: Path) -> tuple[TeacherVectors | None
     return (teacher if distils(params) else None), view_filter
 
 
+def lr_scheduler(optimizer, schedule: str, decay_steps: int, decay_rate: float, total: int):
+    """PEARL's step-wise exponential decay, or BURT's linear warm-up over the first 10% of the steps and linear
+    decay to 0 after them."""
+    if schedule == "exponential":
+        return torch.optim.lr_scheduler.StepLR(optimizer, step_size=decay_steps, gamma=decay_rate)
+    warm = max(1, round(0.1 * total))
+    return torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda step: (step + 1) / warm if step < warm else max(0.0, (total - step) / max(1, total - warm)))
+
+
 def loader_workers(setting: int | str, device: torch.device) -> int:
     """`auto` on CPU: no worker below 4 cores, where one competes with the compute for them
     (benchmarks/train_step.py on 2 cores: +15.6% per step with one worker, +3.7% with none), else 2.
@@ -113,19 +126,43 @@ def loader_workers(setting: int | str, device: torch.device) -> int:
     return 0 if cores < 4 else 2
 
 
-def batch_loader(data: TrainingSet, params: Params, tokenize, first: int, last: int, device: torch.device) -> DataLoader:
+def batch_loader(data: TrainingSet, params: Params, model: PhraseModel, first: int, last: int, device: torch.device,
+                 pairs: BurtPairs | None = None) -> DataLoader:
     """Steps first..last-1, built and tokenised in `train.num_workers` workers."""
     workers = loader_workers(params.train.num_workers, device)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # workers tokenise; no nested thread pools
-    return DataLoader(StepBatches(data, sampling_for(params), tokenize, first, last), batch_size=None,
-                      num_workers=workers, prefetch_factor=4 if workers else None, pin_memory=device.type == "cuda")
+    c = model.config
+    tokenize_pairs = PhraseTokenizer(model.tokenizer, c.prefix, params.burt.max_length, c.char_encoder)
+    steps = StepBatches(data if pearl_objectives(params) else None, sampling_for(params), model.tokenize, first, last,
+                        pairs, tokenize_pairs)
+    return DataLoader(steps, batch_size=None, num_workers=workers, prefetch_factor=4 if workers else None,
+                      pin_memory=device.type == "cuda")
 
 
 def _rows(features: dict[str, torch.Tensor], start: int, stop: int, device) -> dict[str, torch.Tensor]:
     return {k: v[start:stop].to(device, non_blocking=True) for k, v in features.items()}
 
 
-def _step(model: PhraseModel, batch: Batch, params: Params, device, autocast, world: World) -> LossParts:
+def _step(model: PhraseModel, step: Step, heads: torch.nn.ModuleDict, params: Params, device, autocast,
+          world: World) -> tuple[LossParts | None, torch.Tensor | None]:
+    """Backward of the step's losses; (PEARL's loss parts, the BURT objective's loss), None where off."""
+    parts = None if step.phrases is None else _phrase_step(model, step.phrases, params, device, autocast, world)
+    if step.pairs is None:
+        return parts, None
+    return parts, _pair_step(model, step.pairs, heads, params, device, autocast)
+
+
+def _pair_step(model: PhraseModel, pairs: PairStep, heads: torch.nn.ModuleDict, params: Params, device,
+               autocast) -> torch.Tensor:
+    """Every rank encodes the whole small batch (BURT's 16 pairs): the gradients then average as the phrase loss's."""
+    with autocast():
+        logits = heads[pairs.task](model(_rows(pairs.left, 0, None, device)), model(_rows(pairs.right, 0, None, device)))
+    loss = torch.nn.functional.cross_entropy(logits.float(), pairs.labels.to(device))
+    (getattr(params.burt, f"{pairs.task}_weight") * loss).backward()
+    return loss.detach()
+
+
+def _phrase_step(model: PhraseModel, batch: Batch, params: Params, device, autocast, world: World) -> LossParts:
     t = params.train
     labels, exclude = batch.labels.to(device), batch.exclude.to(device)
     teacher_cos = None if batch.teacher_cos is None else batch.teacher_cos.to(device)
@@ -171,19 +208,25 @@ def train(params: Params, inputs: TrainInputs) -> TrainResult:
     blocked = set(read_artifact(inputs.evaluation, EVALUATION_TEXTS_SCHEMA)["text"].to_list())
     data = TrainingSet.load(inputs.typed, inputs.variants, inputs.negatives, t.heldout_fraction, seed,
                             teacher, view_filter, blocked)
-    per_epoch = data.steps_per_epoch(t.batch_size)
+    pairs, burt = None, {}
+    if params.burt.weights:
+        pairs, burt = load_burt_pairs(params.burt, Path(params.bench.burt_dir), inputs.variants,
+                                      Path(params.augment.nltk_data), blocked, seed)
+    # an epoch: every training phrase once, or, with BURT's objectives alone, as many batches as their pairs fill
+    per_epoch = data.steps_per_epoch(t.batch_size) if pearl_objectives(params) else pairs.steps_per_epoch()
     if per_epoch == 0:
         raise PearlError(f"train.batch_size ({t.batch_size}) exceeds the {len(data.train)} training phrases: lower it")
     torch.manual_seed(seed)
     model = PhraseModel(model_config(params)).to(device)
+    heads = pair_heads(model.dim, params.burt.features, {task: CLASSES[task] for task in params.burt.weights}).to(device)
     total = per_epoch * t.epochs if t.max_steps is None else min(per_epoch * t.epochs, t.max_steps)
 
     # The character encoder and type head start from random weights: at the backbone's small
     # learning rate they would barely move in a CPU-sized run.
-    heads = [p for name, p in model.named_parameters() if not name.startswith("backbone.")]
+    scratch = [p for name, p in model.named_parameters() if not name.startswith("backbone.")] + list(heads.parameters())
     optimizer = torch.optim.Adam([{"params": list(model.backbone.parameters()), "lr": t.lr},
-                                  {"params": heads, "lr": t.head_lr}])
-    scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=t.lr_decay_steps, gamma=t.lr_decay_rate)
+                                  {"params": scratch, "lr": t.head_lr}])
+    scheduler = lr_scheduler(optimizer, t.lr_schedule, t.lr_decay_steps, t.lr_decay_rate, total)
     checkpoints = Path(t.checkpoint_dir)
     run_id = fingerprint(params, [inputs.typed, inputs.variants, inputs.negatives]
                          + ([inputs.teacher] if uses_teacher(params) else []))
@@ -191,22 +234,29 @@ def train(params: Params, inputs: TrainInputs) -> TrainResult:
     start, rows = 0, []
     if state is not None:
         model.load_state_dict(state["model"])
+        heads.load_state_dict(state.get("pair_heads", {}))
         optimizer.load_state_dict(state["optimizer"])
         scheduler.load_state_dict(state["scheduler"])
         start, rows = state["step"], state["log"]
 
     if world.size > 1:  # every rank starts from rank 0's weights (a resumed run included)
-        for tensor in model.state_dict().values():
+        for tensor in [*model.state_dict().values(), *heads.state_dict().values()]:
             torch.distributed.broadcast(tensor, src=0)
 
     autocast = autocast_for(precision, device)
-    loader = batch_loader(data, params, model.tokenize, start, total, device)
-    log.info("training %d steps (%d per epoch, batch %d, %d hard negatives each, %s, %s, world %d) from step %d",
-             total, per_epoch, t.batch_size, t.hard_negatives, device, precision, world.size, start)
+    loader = batch_loader(data, params, model, start, total, device, pairs)
+    phrases = (f"batch {t.batch_size}, {t.hard_negatives} hard negatives each" if pearl_objectives(params)
+               else "no phrase batch: BURT's objectives alone")
+    log.info("training %d steps (%d per epoch, %s, %s, %s, world %d) from step %d",
+             total, per_epoch, phrases, device, precision, world.size, start)
+    if burt:
+        log.info("BURT's objectives, one batch of %d pairs a step in turn: %s", params.burt.batch_size,
+                 "; ".join(f"{task} (weight {params.burt.weights[task]}): {r['pairs']} pairs, {r['source']}"
+                           for task, r in burt.items()))
 
     batches = iter(loader)
     model.train()
-    window = _Window()
+    window = _Window(params.burt.weights)
     began = time.perf_counter()
     last = began
     progress = tqdm(batches, initial=start, total=total, desc="train", disable=not world.main, mininterval=5)
@@ -214,53 +264,68 @@ def train(params: Params, inputs: TrainInputs) -> TrainResult:
         step = start + k
         seed_dropout(seed, world.rank, step)
         optimizer.zero_grad(set_to_none=True)
-        parts = _step(model, batch, params, device, autocast, world)
+        parts, pair_loss = _step(model, batch, heads, params, device, autocast, world)
         average_gradients(model, world)
+        average_gradients(heads, world)
         optimizer.step()
         scheduler.step()
         now = time.perf_counter()
-        window.add(parts, batch, now - last)
+        window.add(parts, pair_loss, batch, now - last)
         last = now
         if (step + 1) % t.log_every == 0 or step + 1 == total:
             rows.append(window.row(step + 1, scheduler.get_last_lr()[0]))
             progress.set_postfix(loss=rows[-1]["loss"], refresh=False)
-            window = _Window()
+            window = _Window(params.burt.weights)
         if world.main and (step + 1) % t.checkpoint_every == 0 and step + 1 < total:
             save_checkpoint(checkpoints, {
                 "step": step + 1, "fingerprint": run_id, "model": model.state_dict(),
                 "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(), "log": rows,
+                **({"pair_heads": heads.state_dict()} if burt else {}),
             })
     seconds = time.perf_counter() - began
     if world.main:
         clear_checkpoints(checkpoints)
     close_world(world)
-    return TrainResult(model, data, rows, total, per_epoch, start, seconds, str(device), precision, world, view_filter)
+    return TrainResult(model, data, rows, total, per_epoch, start, seconds, str(device), precision, world, view_filter,
+                       burt)
 
 
 class _Window:
-    """Running sums over the steps between two log rows."""
+    """Running sums over the steps between two log rows. Each of BURT's objectives that is on (`tasks`) gets a
+    column of its mean loss over the window's steps that trained it; `loss` adds them, weighted, to PEARL's.
+    `weights`: BURT's objectives that are on, by name."""
 
-    def __init__(self):
-        self.steps = 0
+    def __init__(self, weights: dict[str, float]):
+        self.steps, self.weights = 0, weights
         self.sums = dict.fromkeys(("loss", "contrastive", "type_loss", "distill", "seconds"), 0.0)
         self.correct = self.anchors = self.phrases = 0
+        self.task_sums, self.task_steps = dict.fromkeys(weights, 0.0), dict.fromkeys(weights, 0)
+        self.weighted = 0.0
 
-    def add(self, parts: LossParts, batch: Batch, seconds: float) -> None:
+    def add(self, parts: LossParts | None, pair_loss: torch.Tensor | None, step: Step, seconds: float) -> None:
         self.steps += 1
-        self.sums["loss"] += float(parts.total.detach())
-        self.sums["contrastive"] += float(parts.contrastive)
-        self.sums["type_loss"] += float(parts.type_loss)
-        self.sums["distill"] += float(parts.distill)
         self.sums["seconds"] += seconds
-        self.correct += int(parts.type_correct)
-        self.anchors += batch.n_anchors
-        self.phrases += len(batch.texts)
+        if parts is not None:
+            batch = step.phrases
+            self.sums["loss"] += float(parts.total.detach())
+            self.sums["contrastive"] += float(parts.contrastive)
+            self.sums["type_loss"] += float(parts.type_loss)
+            self.sums["distill"] += float(parts.distill)
+            self.correct += int(parts.type_correct)
+            self.anchors += batch.n_anchors
+            self.phrases += len(batch.texts)
+        if pair_loss is not None:
+            task = step.pairs.task
+            self.task_sums[task] += float(pair_loss)
+            self.task_steps[task] += 1
+            self.weighted += float(pair_loss) * self.weights[task]
+            self.phrases += 2 * len(step.pairs.labels)
 
     def row(self, step: int, lr: float) -> dict:
         n = max(self.steps, 1)
-        return {
+        row = {
             "step": step,
-            "loss": round(self.sums["loss"] / n, 5),
+            "loss": round((self.sums["loss"] + self.weighted) / n, 5),
             "contrastive": round(self.sums["contrastive"] / n, 5),
             "type_loss": round(self.sums["type_loss"] / n, 5),
             "distill": round(self.sums["distill"] / n, 5),
@@ -269,6 +334,9 @@ class _Window:
             "seconds_per_step": round(self.sums["seconds"] / n, 4),
             "texts_per_s": round(self.phrases / max(self.sums["seconds"], 1e-9), 1),
         }
+        for task, total in self.task_sums.items():
+            row[task] = round(total / self.task_steps[task], 5) if self.task_steps[task] else None
+        return row
 
 
 @torch.no_grad()

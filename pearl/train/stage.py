@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -26,8 +25,8 @@ FINETUNED = Path("models/finetuned")
 
 
 def _mean(rows: list[dict], key: str, first: bool, n: int) -> float | None:
-    chosen = rows[:n] if first else rows[-n:]
-    return round(float(np.mean([r[key] for r in chosen])), 4) if chosen else None
+    chosen = [r[key] for r in (rows[:n] if first else rows[-n:]) if r[key] is not None]
+    return round(float(np.mean(chosen)), 4) if chosen else None
 
 
 def run_train(params: Params, inputs: TrainInputs = INPUTS, out_dir: Path = FINETUNED,
@@ -66,6 +65,14 @@ def run_train(params: Params, inputs: TrainInputs = INPUTS, out_dir: Path = FINE
         "heldout_type_accuracy": round(type_accuracy(result.model, heldout, heldout_labels), 4),
         "heldout_majority_share": round(float(np.mean(heldout_labels == majority)), 4),
     }
+    if result.burt:  # keys of their own, so that a run without BURT's objectives records what it did before them
+        numbers["burt"] = {task: {"weight": params.burt.weights[task], **record,
+                                  "loss_first_tenth": _mean(result.log_rows, task, True, window),
+                                  "loss_last_tenth": _mean(result.log_rows, task, False, window)}
+                           for task, record in result.burt.items()}
+        numbers["burt_features"] = params.burt.features
+    if params.model.pooling != "mean":
+        numbers["pooling"] = params.model.pooling
     if result.view_filter is not None:
         numbers["views_kept"] = result.view_filter.kept
         numbers["views_dropped"] = result.view_filter.dropped
@@ -87,7 +94,7 @@ def run_average(params: Params, source: Path = FINETUNED, out_dir: Path = EXPORT
     check_finetuned(source)
     artifact_files(phrases, TYPED_PHRASES_SCHEMA)
     # torch and transformers: after the inputs' checks
-    from pearl.model.phrase_model import PhraseModel
+    from pearl.model.phrase_model import PhraseModel, saved_config
 
     model = PhraseModel.load(source)
     from transformers import AutoModel
@@ -108,12 +115,15 @@ def run_average(params: Params, source: Path = FINETUNED, out_dir: Path = EXPORT
         raise load_failure("model.backbone", model.config.backbone, error) from None
     merged, averaged = average_state(original, model.backbone.state_dict(), params.average.alpha)
     model.backbone.load_state_dict(merged)
+    trained_head = params.train.type_weight > 0  # else the head is its random start: the export ships none
     with atomic_dir(out_dir) as staged:
-        export_sentence_transformer(model, staged, params.average.spelling_weight, params.average.spelling_features)
+        export_sentence_transformer(model, staged, params.average.spelling_weight, params.average.spelling_features,
+                                    type_head=trained_head)
     # the shipped model is the export, read as `pearl types` reads it; loaded once for the types and the probe
     exported = load_export(out_dir)
-    predicted = TypeHead(out_dir).predict(heldout, exported.encode(heldout, convert_to_tensor=True))
-    shipped = predicted["label"].to_numpy() == np.asarray(LABELS)[heldout_labels]
+    if trained_head:
+        predicted = TypeHead(out_dir).predict(heldout, exported.encode(heldout, convert_to_tensor=True))
+        shipped = round(float(np.mean(predicted["label"].to_numpy() == np.asarray(LABELS)[heldout_labels])), 4)
     probe = ["The New York Times", "NYTimes", "New York Post", "adult male", "grown man"]
     vectors = exported.encode(probe)
     numbers = {
@@ -123,13 +133,16 @@ def run_average(params: Params, source: Path = FINETUNED, out_dir: Path = EXPORT
         "tensors_averaged": averaged,
         "tensors_kept": len(merged) - averaged,
         "dimension": exported.get_embedding_dimension(),
-        "config": asdict(model.config),
+        "config": saved_config(model.config),
         "cos_nytimes": round(float(vectors[0] @ vectors[1]), 4),
         "cos_ny_post": round(float(vectors[0] @ vectors[2]), 4),
         "cos_adult_male_grown_man": round(float(vectors[3] @ vectors[4]), 4),
-        "heldout_type_accuracy": round(float(shipped.mean()), 4),
-        "heldout_type_accuracy_before_averaging": round(tuned_accuracy, 4),
     }
+    if trained_head:  # keys of their own, so that the default's metrics stay what they were
+        numbers["heldout_type_accuracy"] = shipped
+        numbers["heldout_type_accuracy_before_averaging"] = round(tuned_accuracy, 4)
+    else:
+        numbers["type_head"] = "none: train.type_weight was 0"
     log.info("averaged %d backbone tensors (alpha %.2f) → %s", averaged, params.average.alpha, out_dir)
     write_json(numbers, metrics)
     return numbers

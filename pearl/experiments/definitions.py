@@ -7,8 +7,8 @@ the cartesian product instead). `fixed` overrides apply to every row, and a swee
 the default with them applied: a grid at paper scale sets `train.max_steps: null` there, and a
 table kept at an earlier default pins what has moved since. The seed goes to `train.seed`, so the
 data stages stay cached and only training varies; the default `base.seed` is the run itself. `system:
-burt-small` makes the rows BURT-small's (pearl/experiments/systems.py): they set burt_small.*, burt.* and
-model.pooling, and each experiment runs BURT-small's stages instead of PEARL-small's.
+burt-small` makes the rows BURT-small's (pearl/experiments/systems.py): they set burt_small.* and burt.*, and
+each experiment runs BURT-small's stages instead of PEARL-small's.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """BURT's objectives as options of the train stage: their pairs, their batches, their training, their absence from the export."""
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -117,9 +118,10 @@ def test_each_objective_alone_trains_its_loss_down_and_leaves_no_head_in_the_mod
     losses = log[objective].to_numpy()
     assert losses[-4:].mean() < 0.7 * losses[:4].mean(), log.select("step", objective)
     assert log["contrastive"].sum() == 0 and log["type_loss"].sum() == 0  # no phrase batch was encoded
-    if objective == "nli":  # the same seed trains the same run
-        _, again = _train(params, toy, tmp_path / "again")
-        assert again[objective].equals(log[objective])
+    if objective == "nli":  # the same seed trains the same steps (the exponential schedule does not follow the length)
+        _, again = _train(dataclasses.replace(params, train=dataclasses.replace(params.train, max_steps=10)), toy,
+                          tmp_path / "again")
+        assert again[objective].equals(log[objective].head(2))
 
     dim = 32 + 8
     run_average(params, tmp_path / "run" / "model", tmp_path / "export", tmp_path / "average.json", toy["typed"])

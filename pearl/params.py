@@ -190,8 +190,18 @@ class TrainParams:
 PairFeature = Literal["u", "v", "abs_diff", "product"]
 
 
+class _ObjectiveWeights:
+    """BURT's three objectives' weights, on a params section that has them."""
+
+    @property
+    def weights(self) -> dict[str, float]:
+        """The objectives that are on, by name, in BURT's order."""
+        return {task: w for task, w in (("nli", self.nli_weight), ("pi", self.pi_weight), ("ptc", self.ptc_weight))
+                if w > 0}
+
+
 @dataclass(config=_SCHEMA)
-class BurtParams:
+class BurtParams(_ObjectiveWeights):
     nli_weight: Annotated[float, Field(ge=0)]
     pi_weight: Annotated[float, Field(ge=0)]
     ptc_weight: Annotated[float, Field(ge=0)]
@@ -204,15 +214,9 @@ class BurtParams:
     ppdb_file: str | None
     ptc_pairs_per_label: PositiveInt
 
-    @property
-    def weights(self) -> dict[str, float]:
-        """The objectives that are on, by name, in BURT's order."""
-        return {task: w for task, w in (("nli", self.nli_weight), ("pi", self.pi_weight), ("ptc", self.ptc_weight))
-                if w > 0}
-
 
 @dataclass(config=_SCHEMA)
-class BurtSmallParams:
+class BurtSmallParams(_ObjectiveWeights):
     nli_weight: Annotated[float, Field(ge=0)]
     pi_weight: Annotated[float, Field(ge=0)]
     ptc_weight: Annotated[float, Field(ge=0)]
@@ -322,7 +326,7 @@ class Params:
             raise PearlError(f"params: burt.features {self.burt.features} names a feature twice")
         if self.corpus.source == "files" and not self.corpus.files:
             raise PearlError("params: corpus.source is 'files' but corpus.files is empty")
-        if not any(getattr(self.burt_small, f"{task}_weight") > 0 for task in ("nli", "pi", "ptc")):
+        if not self.burt_small.weights:
             raise PearlError("params: burt_small.nli_weight, pi_weight and ptc_weight are all 0: BURT-small trains on "
                              "BURT's objectives alone, so set one above 0")
         for key, allowed in (("tasks", ALL_TASKS), ("tune_tasks", TUNE_TASKS), ("string_tasks", STRING_TASKS),

@@ -60,8 +60,13 @@ def burt_test_texts(burt_dir: Path) -> set[str]:
     return texts
 
 
+def _clean(a: str, b: str, blocked: set[str]) -> bool:
+    """Neither side of the pair is a test or tune text."""
+    return fold(a) not in blocked and fold(b) not in blocked
+
+
 def _without_leaks(pairs: LabelledPairs, blocked: set[str]) -> tuple[LabelledPairs, int]:
-    keep = [i for i, (a, b) in enumerate(zip(pairs.left, pairs.right)) if fold(a) not in blocked and fold(b) not in blocked]
+    keep = [i for i, (a, b) in enumerate(zip(pairs.left, pairs.right)) if _clean(a, b, blocked)]
     kept = LabelledPairs([pairs.left[i] for i in keep], [pairs.right[i] for i in keep], pairs.labels[keep], pairs.source)
     return kept, len(pairs.left) - len(keep)
 
@@ -163,8 +168,7 @@ def ptc_pairs(burt: BurtParams, nltk_data: Path, seed: int, blocked: set[str]) -
         from pearl.augment.token_level import load_wordnet
 
         found, source = wordnet_relations(load_wordnet(nltk_data)), f"WordNet ({nltk_data})"
-    by_label = {y: [(a, b) for a, b in pairs if fold(a) not in blocked and fold(b) not in blocked]
-                for y, pairs in found.items()}
+    by_label = {y: [(a, b) for a, b in pairs if _clean(a, b, blocked)] for y, pairs in found.items()}
     dropped = sum(map(len, found.values())) - sum(map(len, by_label.values()))
     available = {PTC_LABELS[y]: len(pairs) for y, pairs in by_label.items()}
     rng = np.random.default_rng([seed, 6])

@@ -158,7 +158,7 @@ def _pair_step(model: PhraseModel, pairs: PairStep, heads: torch.nn.ModuleDict, 
     with autocast():
         logits = heads[pairs.task](model(_rows(pairs.left, 0, None, device)), model(_rows(pairs.right, 0, None, device)))
     loss = torch.nn.functional.cross_entropy(logits.float(), pairs.labels.to(device))
-    (getattr(params.burt, f"{pairs.task}_weight") * loss).backward()
+    (params.burt.weights[pairs.task] * loss).backward()
     return loss.detach()
 
 

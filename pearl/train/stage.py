@@ -108,14 +108,14 @@ def run_average(params: Params, source: Path = FINETUNED, out_dir: Path = EXPORT
     typed = read_artifact(phrases, TYPED_PHRASES_SCHEMA)
     _, rows = heldout_split(typed.height, params.train.heldout_fraction, training_seed(params))
     heldout, heldout_labels = typed["phrase"].gather(rows).to_list(), typed["label_id"].to_numpy()[rows]
-    tuned_accuracy = type_accuracy(model, heldout, heldout_labels)
+    trained_head = params.train.type_weight > 0  # else the head is its random start: the export ships none
+    tuned_accuracy = type_accuracy(model, heldout, heldout_labels) if trained_head else None
     try:
         original = AutoModel.from_pretrained(resolve_model(model.config.backbone, "model.backbone")).state_dict()
     except Exception as error:  # the backbone that was fine-tuned, needed again for its original weights
         raise load_failure("model.backbone", model.config.backbone, error) from None
     merged, averaged = average_state(original, model.backbone.state_dict(), params.average.alpha)
     model.backbone.load_state_dict(merged)
-    trained_head = params.train.type_weight > 0  # else the head is its random start: the export ships none
     with atomic_dir(out_dir) as staged:
         export_sentence_transformer(model, staged, params.average.spelling_weight, params.average.spelling_features,
                                     type_head=trained_head)

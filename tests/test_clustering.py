@@ -1,5 +1,6 @@
 """`--threshold` clustering through the neighbour graph (pearl.clustering.cluster): the all-pairs average
-linkage's clusters, past the 20K names that all pairs allowed, and one line when a group is too large."""
+linkage's clusters, past the 20K names that all pairs allowed, and a group too large for average linkage cut
+into pieces along its strongest links."""
 
 import logging
 
@@ -46,17 +47,37 @@ def test_string_clusters_more_names_than_all_pairs_could_hold():
     assert len(set(labels.tolist())) == len(words)  # random 7-letter words share no group at Jaccard 0.9
 
 
-def test_a_group_past_the_limit_is_one_line_and_a_crowded_name_is_logged(monkeypatch, caplog):
+def test_a_group_past_the_limit_is_cut_into_pieces_and_a_crowded_name_is_logged(monkeypatch, caplog):
     texts = ["acme corp", "acme corp.", "acme corps", "acme co", "acme corp inc"]
     monkeypatch.setattr(clustering, "MAX_COMPONENT", 3)
-    with pytest.raises(PearlError, match=r"^--threshold 0.5 connects 5 names into one group, .*: raise --threshold$"):
-        clustering.cluster_labels(texts, StringEncoder(), None, 0.5)
+    with caplog.at_level(logging.INFO, logger="pearl.cluster"):
+        labels, representatives = clustering.cluster_labels(texts, StringEncoder(), None, 0.5)
+    assert "links 5 names into one group, past the 3 whose distances average linkage holds" in caplog.text
+    assert max(map(len, _partition(labels))) <= 3
+    assert [labels[member] for member in representatives] == list(range(len(representatives)))
+    with pytest.raises(PearlError, match=r"^--threshold 0.0 puts all 5 names in one cluster, .*: give a higher"):
+        clustering.cluster_labels(texts, StringEncoder(), None, 0.0)
     monkeypatch.setattr(clustering, "MAX_COMPONENT", 20_000)
     monkeypatch.setattr(clustering, "NEIGHBOURS", 1)
+    caplog.clear()
     with caplog.at_level(logging.INFO, logger="pearl.cluster"):
         labels, _ = clustering.cluster_labels(texts, StringEncoder(), None, 0.5)
     assert "names have more than 1 neighbours at or above 0.5" in caplog.text
+    assert "pieces" not in caplog.text
     assert len(set(labels.tolist())) == 1  # every name still reaches the group through its nearest
+
+
+@pytest.mark.parametrize("limit, pieces", [(2, [(0, 1), (2, 3), (4,), (5, 6)]), (3, [(0, 1), (2, 3, 4), (5, 6)]),
+                                           (5, [(0, 1, 2, 3, 4), (5, 6)])])
+def test_a_large_group_is_cut_along_its_spanning_tree_strongest_edge_first(monkeypatch, limit, pieces):
+    # a path a–b–c–d–e (the chord a–c is off the maximum spanning tree) and a pair f–g, small enough to stay whole
+    edges = {(0, 1): 0.9, (1, 2): 0.5, (0, 2): 0.45, (2, 3): 0.95, (3, 4): 0.8, (5, 6): 0.1}
+    rows, columns = (np.array(side) for side in zip(*edges))
+    component = np.array([0, 0, 0, 0, 0, 1, 1])
+    monkeypatch.setattr(clustering, "MAX_COMPONENT", limit)
+    found = clustering._pieces(component, np.bincount(component) > limit, rows, columns,
+                               np.array(list(edges.values()), dtype=np.float32))
+    assert _partition(found) == pieces
 
 
 def test_close_pairs_are_every_pair_at_the_threshold_in_products_of_any_number_of_rows(monkeypatch):

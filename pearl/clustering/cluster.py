@@ -10,6 +10,11 @@ with all n² pairs. The result is the all-pairs clustering unless a name has mor
 names at or above the threshold (the log counts them): then a pair beyond them can be missing, and
 the component split where no other path joins it.
 
+Average linkage holds all distances of a component: n² floats. A component of more than MAX_COMPONENT
+names is first cut into pieces of at most MAX_COMPONENT by size-constrained single linkage: the edges
+of its maximum spanning tree (scipy) join names strongest first while the two sides together fit. Each
+piece is then clustered apart, so that a cluster cannot span two pieces (the log says when this happens).
+
 Identical strings are embedded once and always share a cluster. Output: the input table with
 `cluster` (numbered by first appearance, so the ids are stable), `representative` (the member
 nearest its cluster's mean vector; for `string`, the highest mean Jaccard to the others) and
@@ -33,8 +38,7 @@ from pearl.tables import as_polars, like_input, text_column
 
 log = get_logger("cluster")
 
-# Average linkage holds all pairwise distances of a component: n² floats.
-MAX_COMPONENT = 20_000
+MAX_COMPONENT = 20_000  # names: average linkage's condensed distances take 1.6 GB
 NEIGHBOURS = 50
 # an edge a hair below the cut joins a component, where the exact distances decide: a cosine that faiss and
 # scipy compute apart can differ in its last bits
@@ -53,6 +57,9 @@ def cluster_labels(texts: list[str], encoder: Encoder | str | Callable[[], Encod
     if k is not None and not 1 <= k <= len(texts):
         raise PearlError(f"--k {k}: between 1 and the {len(texts)} distinct names")
     encoder = loaded(encoder)
+    if threshold is not None and threshold <= _lowest_score(encoder.kind) and len(texts) > MAX_COMPONENT:
+        raise PearlError(f"--threshold {threshold} puts all {len(texts)} names in one cluster, as every pair scores at "
+                         "least that: give a higher --threshold")
     if len(texts) == 1:
         return np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64)
     if encoder.kind == STRING:
@@ -76,7 +83,7 @@ def _threshold_clusters(texts: list[str], index: Index | None, threshold: float)
     from scipy.sparse.csgraph import connected_components
     from scipy.spatial.distance import pdist
 
-    rows, columns, crowded = _close_pairs(texts, index, threshold)
+    rows, columns, scores, crowded = _close_pairs(texts, index, threshold)
     vectors = None if index is None else index.vectors
     if crowded:
         log.info("%d names have more than %d neighbours at or above %g: pairs beyond them may be missing",
@@ -85,8 +92,12 @@ def _threshold_clusters(texts: list[str], index: Index | None, threshold: float)
     _, component = connected_components(graph, directed=False)
     sizes = np.bincount(component)
     if sizes.max() > MAX_COMPONENT:
-        raise PearlError(f"--threshold {threshold} connects {sizes.max()} names into one group, more than the "
-                         f"{MAX_COMPONENT} whose distances average linkage can hold: raise --threshold")
+        log.info("--threshold %g links %d names into one group, past the %d whose distances average linkage holds: "
+                 "%d groups are cut along their strongest links into pieces of at most %d, clustered apart, so "
+                 "that a cluster cannot span two pieces", threshold, sizes.max(), MAX_COMPONENT,
+                 int((sizes > MAX_COMPONENT).sum()), MAX_COMPONENT)
+        component = _pieces(component, sizes > MAX_COMPONENT, rows, columns, scores)
+        sizes = np.bincount(component)
     # sklearn merges only below the distance threshold: lift it by the tolerance, so that a similarity
     # tied with the threshold (pearl.scores) merges, as "at least" says
     distance_threshold = 1.0 - threshold + TIE_TOLERANCE
@@ -136,17 +147,48 @@ def _pair_merges(texts: list[str], vectors: np.ndarray | None, pairs: list[np.nd
     return ~(distance >= distance_threshold)
 
 
-def _close_pairs(texts: list[str], index: Index | None, threshold: float) -> tuple[np.ndarray, np.ndarray, int]:
-    """The neighbour graph's edges (rows, columns), and how many names had NEIGHBOURS neighbours that close."""
-    if threshold <= (0.0 if index is None else -1.0):  # every pair scores at least that (Jaccard, cosine): one group
+def _lowest_score(kind: str) -> float:
+    return 0.0 if kind == STRING else -1.0  # Jaccard, cosine
+
+
+def _close_pairs(texts: list[str], index: Index | None,
+                 threshold: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """The neighbour graph's edges (rows, columns, scores), and how many names had NEIGHBOURS neighbours that
+    close."""
+    if threshold <= _lowest_score(STRING if index is None else index.encoder.kind):  # every pair: one group
         others = np.arange(1, len(texts))
-        return np.zeros_like(others), others, 0
+        return np.zeros_like(others), others, np.ones(len(others), dtype=np.float32), 0
     if index is None:
-        rows, columns, _, crowded = trigrams.NameSets(texts).close_pairs(threshold - EDGE_MARGIN, NEIGHBOURS)
-        return rows, columns, crowded
+        return trigrams.NameSets(texts).close_pairs(threshold - EDGE_MARGIN, NEIGHBOURS)
     scores, found = index.search_own_names(NEIGHBOURS + 1)
     close = (scores >= threshold - EDGE_MARGIN) & (found != np.arange(len(texts))[:, None]) & (found >= 0)
-    return np.nonzero(close)[0], found[close], int((close.sum(axis=1) >= NEIGHBOURS).sum())
+    return np.nonzero(close)[0], found[close], scores[close], int((close.sum(axis=1) >= NEIGHBOURS).sum())
+
+
+def _pieces(component: np.ndarray, large: np.ndarray, rows: np.ndarray, columns: np.ndarray,
+            scores: np.ndarray) -> np.ndarray:
+    """Components again, each `large` one cut into pieces of at most MAX_COMPONENT names: size-constrained single
+    linkage, which joins the names along the edges of the component's maximum spanning tree, strongest first,
+    while both sides together fit."""
+    from scipy.cluster.hierarchy import DisjointSet
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import minimum_spanning_tree
+
+    n = len(component)
+    inside = large[component[rows]]
+    # the spanning tree of the least 2 − score, which orders edges as the score does and is never 0 (csgraph's
+    # "no edge") for a cosine or a Jaccard
+    weights = 2.0 - scores[inside].astype(np.float64)
+    tree = minimum_spanning_tree(coo_matrix((weights, (rows[inside], columns[inside])), shape=(n, n)).tocsr()).tocoo()
+    order = np.argsort(tree.data, kind="stable")
+    members = np.flatnonzero(large[component])
+    pieces = DisjointSet(members.tolist())
+    for a, b in zip(tree.row[order].tolist(), tree.col[order].tolist()):
+        if pieces.subset_size(a) + pieces.subset_size(b) <= MAX_COMPONENT:
+            pieces.merge(a, b)
+    relabelled = component.copy()
+    relabelled[members] = component.max() + 1 + np.array([pieces[i] for i in members.tolist()])
+    return np.unique(relabelled, return_inverse=True)[1]
 
 
 def _average_linkage(distances: np.ndarray, distance_threshold: float) -> np.ndarray:

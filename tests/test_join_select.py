@@ -1,9 +1,12 @@
 """The join configurations chosen without labels (pearl.joining.select): AutoFJ's precision estimate."""
 
 import numpy as np
+import pytest
+from scipy import sparse
 
-from pearl.joining.select import (Signals, Vocabulary, _Configurations, _configurations, _greedy_union, _LeftPairs,
-                                  apply, choose, join_functions)
+from pearl.joining.select import (Signals, Vocabulary, _best_per_right, _Configurations, _configurations,
+                                  _greedy_union, _LeftPairs, apply, choose, join_functions)
+from pearl.joining.stacked import StackedRows
 
 LEFT = ["apple inc", "microsoft corporation", "google llc", "amazon com inc", "john smith", "john smyth", "mary jones"]
 RIGHT = ["Apple Inc.", "Microsoft Corp", "Google", "jon smith", "Mary Jones"]
@@ -155,3 +158,30 @@ def test_a_right_name_joined_to_two_left_names_keeps_the_likelier_and_counts_bot
     assert [function for function, _ in chosen] == ["g", "f"]
     assert left_row.tolist() == [0, 7] and np.allclose(precision, [1, 1]) and source.tolist() == [0, 1]
     assert np.isclose(estimate, 2 / 3)  # two true joins estimated among three: (0, 0), (1, 7) and (1, 1)
+
+
+def test_each_right_names_best_candidate_is_its_highest_score_then_its_lowest_left_row():
+    # pairs as nearest_left gives them, with ties and NaN: the answer of a sort by (right, -score, left)
+    rng = np.random.default_rng(0)
+    keys = np.unique(rng.integers(0, 50 * 40, 600))
+    right, left = keys // 40, keys % 40
+    score = rng.choice([0.2, 0.5, 0.9, np.nan], len(keys))
+    score[right == 0] = np.nan  # a right name with no number among its scores
+    first = np.lexsort((left, -score, right))
+    first = first[np.r_[True, right[first][1:] != right[first][:-1]]]
+    expected_row, expected_best = np.full(60, -1), np.zeros(60)
+    expected_row[right[first]], expected_best[right[first]] = left[first], score[first]
+    row, best = _best_per_right(right, left, score, 60)
+    assert row.tolist() == expected_row.tolist() and np.array_equal(best, expected_best, equal_nan=True)
+    assert (row[51:] == -1).all() and np.isnan(best[0]) and row[0] == left[0]
+    with pytest.raises(ValueError, match="sorted"):
+        _best_per_right(right[::-1], left[::-1], score[::-1], 60)
+
+
+@pytest.mark.parametrize("as_matrix", [np.asarray, sparse.csr_matrix])
+def test_stacked_rows_are_taken_as_from_the_stacked_array(as_matrix):
+    whole = np.arange(40.0).reshape(10, 4)
+    stacked = StackedRows(as_matrix(whole[:6]), as_matrix(whole[6:]))
+    dense = (lambda part: part.toarray()) if as_matrix is sparse.csr_matrix else np.asarray
+    for rows in ([1, 2], [7, 9], [8, 0, 6, 3, 9], slice(None, 6)):
+        assert np.array_equal(dense(stacked[rows]), whole[rows])

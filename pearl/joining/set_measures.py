@@ -17,6 +17,8 @@ from __future__ import annotations
 import numpy as np
 from scipy import sparse
 
+from pearl.joining.stacked import StackedRows
+
 MEASURES = ("jaccard", "overlap", "nested_jaccard")
 SETS = ("words", "3-grams")
 WEIGHTS = ("uniform", "idf")
@@ -36,6 +38,15 @@ class SetMeasures:
             idf = np.log((1 + n_names) / (1 + names_with[elements].astype(np.float64))) + 1  # sklearn's smoothed IDF
             for weight, weighted in (("uniform", matrix), ("idf", (matrix @ sparse.diags(idf)).tocsr())):
                 self.weighted[elements, weight], self.totals[elements, weight] = weighted, _row_sums(weighted)
+
+    @classmethod
+    def stacked(cls, first: SetMeasures, second: SetMeasures) -> SetMeasures:
+        """The rows of `first`, then those of `second`, without copying either."""
+        both = cls.__new__(cls)
+        for part in ("sets", "weighted", "totals"):
+            mine, theirs = getattr(first, part), getattr(second, part)
+            setattr(both, part, {key: StackedRows(mine[key], theirs[key]) for key in mine})
+        return both
 
     def of_pairs(self, a: np.ndarray, b: np.ndarray) -> dict[str, np.ndarray]:
         signals = {}

@@ -175,9 +175,9 @@ class Signals:
 
     def nearest_left(self, rows: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """Candidate pairs (row, left row), sorted by row, then left row, each once: each row's k nearest left
-        names by the encoder, and by 3-gram
-        cosine among those that share a 3-gram with it (sparse_dot_topn keeps each row's top k of the
-        sparse product: the brute-force search scored every pair, 29 of 38 s at 30K × 20K names)."""
+        names by the encoder, and by 3-gram cosine among those that share a 3-gram with it (sparse_dot_topn
+        keeps each row's top k of the sparse product: the brute-force search scored every pair, 29 of 38 s at
+        30K × 20K names)."""
         from sparse_dot_topn import sp_matmul_topn
 
         k = min(k, self.n_left)

@@ -53,6 +53,10 @@ PATIENCE = 0.05  # AutoFJ's: the union grows until its estimated precision falls
 SAMPLE = 20_000  # right names the union is chosen on; more are joined by applying it (see choose)
 SAMPLE_SEED = 0
 CHUNK = 20_000  # right names scored at once when a union chosen on a sample is applied
+# The left index's HNSW search depth (`pearl index`'s is 128): every candidate is rescored exactly, and the 3-gram
+# search adds its own, so a shallower search kept the design set's joins while halving the search of 1M names
+# (docs/measurements.md#join-ef-search).
+EF_SEARCH = 64
 
 
 @dataclass(frozen=True)
@@ -192,11 +196,11 @@ class Signals:
         return keys // self.n_left, keys % self.n_left
 
     def _left_index(self):
-        """The left vectors' faiss index: exact, or HNSW past Index's exact_below names, as `pearl index` builds."""
+        """The left vectors' faiss index: exact, or HNSW past Index's exact_below names (searched EF_SEARCH deep)."""
         if self._faiss is None:
             from pearl.index.phrase_index import IndexSettings, new_faiss_index
 
-            settings = IndexSettings()
+            settings = IndexSettings(hnsw_ef_search=EF_SEARCH)
             self._faiss = new_faiss_index(self._left["vectors"].shape[1], self.n_left < settings.exact_below, settings)
             self._faiss.add(self._left["vectors"])
         return self._faiss

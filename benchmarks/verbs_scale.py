@@ -124,7 +124,8 @@ def run_child(command: list[str], code: Path) -> tuple[float, float, str]:
     env = {**os.environ, "PYTHONPATH": str(code)}
     started = time.perf_counter()
     with tempfile.TemporaryFile("w+") as output:
-        process = subprocess.Popen([sys.executable, "-c", "from pearl.cli import main; main()", *command],
+        # -P: `python -c` puts its working folder (ROOT, today's code) before PYTHONPATH, and the baseline ran it
+        process = subprocess.Popen([sys.executable, "-P", "-c", "from pearl.cli import main; main()", *command],
                                    stdout=output, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
         _, status, usage = os.wait4(process.pid, 0)
         seconds = time.perf_counter() - started

@@ -309,12 +309,13 @@ ModelOption = Annotated[str, typer.Option(
 InputOption = Annotated[Path, typer.Option("--input", help="a .csv, .tsv, .parquet, or .txt (one name per line, column `text`)")]
 OutOption = Annotated[Path, typer.Option("--out", help="a .parquet or .csv file, in an existing folder")]
 EngineOption = Annotated[str, typer.Option(
-    "--engine", help="local, or ray: the names encoded by Ray actors, into the local engine's vectors byte for byte "
-                     "(docs/cluster.md)")]
+    "--engine", help="local, or ray: the names encoded, and their nearest names searched, by Ray actors, into the "
+                     "local engine's output byte for byte (docs/cluster.md)")]
 RayAddressOption = Annotated[str | None, typer.Option(
     "--ray-address", envvar="PEARL_RAY_ADDRESS", help="with --engine ray: a running Ray cluster (`ray start --head`); "
                                                       "default: a Ray started on this machine")]
-RayWorkersOption = Annotated[int, typer.Option("--ray-workers", min=1, help="with --engine ray: the actors that encode")]
+RayWorkersOption = Annotated[int, typer.Option("--ray-workers", min=1,
+                                               help="with --engine ray: the actors that encode, and those that search")]
 
 
 def _product(work: Callable[[], None]) -> None:

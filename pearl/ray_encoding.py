@@ -13,7 +13,7 @@ from pearl.embedder import Embedder
 from pearl.errors import PearlError
 from pearl.log import Stopwatch, get_logger
 from pearl.params import RayStageParams
-from pearl.ray_engine import RayRun, RowActor, map_with_actors, ray_session
+from pearl.ray_engine import KeptActors, RayRun, RowActor, map_with_actors, ray_session
 
 log = get_logger("ray")
 
@@ -60,10 +60,11 @@ def encode_on_ray(texts: list[str], build: Callable[[], Embedder], batch: tuple[
 @dataclass
 class RayEncoding:
     """`--engine ray` of the product verbs: their texts encoded by `workers` Ray actors, `batches` of the
-    local engine's batches per actor call, on the Ray cluster at `address` (None: a Ray started on this
-    machine, of every CPU). The first encoding starts or joins the Ray, and the verb's later ones use it
-    until `close`. Each actor loads the model from the same path or id, so a multi-node cluster needs
-    the model on every node (a hub id, or a folder on storage they all see)."""
+    local engine's batches per actor call, and their searches dealt to `workers` kept actors (`actors`), on
+    the Ray cluster at `address` (None: a Ray started on this machine, of every CPU). The first encoding
+    starts or joins the Ray, and the verb's later ones use it until `close`. Each actor loads the model
+    from the same path or id, so a multi-node cluster needs the model on every node (a hub id, or a folder
+    on storage they all see)."""
 
     address: str | None = None
     workers: int = 2
@@ -77,18 +78,32 @@ class RayEncoding:
         unique = list(dict.fromkeys(texts))
         if not unique:
             return embedder.embed([])
-        if self._run is None:
-            self._run = self._session.enter_context(ray_session(self))
-        stage = RayStageParams(workers=self.workers, batch_size=self.batches * embedder.batch_size,
-                               cpus_per_worker=1, gpus_per_worker=0)
         clock = Stopwatch()
-        matrix = encode_on_ray(unique, build, ("the batch size", embedder.batch_size), stage, "encode", "the texts",
-                               self._run, driver=embedder)
+        matrix = encode_on_ray(unique, build, ("the batch size", embedder.batch_size),
+                               self._stage(self.batches * embedder.batch_size), "encode", "the texts", self._started(),
+                               driver=embedder)
         clock.report(log, len(unique), "strings")
         used = self._run.metrics()
         log.info("encoded on %d Ray node(s) so far, actors busy %.1f s", used["ray_nodes"], used["ray_busy_seconds"])
         position = {text: i for i, text in enumerate(unique)}
         return matrix[[position[text] for text in texts]]
+
+    def actors(self, actor: type[RowActor], constructor_args: tuple, name: str, batch_size: int) -> KeptActors:
+        """`workers` actors of `actor` on this verb's Ray, each built once with `constructor_args`, mapping
+        `batch_size` rows a call until `close`."""
+        # the verb encodes between their calls, on Ray tasks that need the CPUs: the actors hold none
+        kept = KeptActors(actor, constructor_args, self._stage(batch_size), name, f"the {name}", self._started(),
+                          hold_cpus=False)
+        self._session.callback(kept.close)  # its actors end with the verb, before the Ray it started
+        return kept
+
+    def _started(self) -> RayRun:
+        if self._run is None:
+            self._run = self._session.enter_context(ray_session(self))
+        return self._run
+
+    def _stage(self, batch_size: int) -> RayStageParams:
+        return RayStageParams(workers=self.workers, batch_size=batch_size, cpus_per_worker=1, gpus_per_worker=0)
 
     def close(self) -> None:
         """Stop the Ray the first encoding started (a joined cluster keeps running)."""

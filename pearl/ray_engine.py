@@ -11,7 +11,8 @@ neither the project's files nor shared storage, only the same Python packages; o
 - group_after_actors: the same, then a reduce of each group of output rows sharing a key after Ray
   Data's hash shuffle (parse's phrase counts, candidates' shared-word join).
 - stream_through_actors: a stream too long to hold, or a table whose outputs must keep its order,
-  through an ActorPool with one batch per actor in flight (corpus, candidates).
+  through an ActorPool with one batch per actor in flight (corpus, candidates); KeptActors keeps that
+  pool for a product verb's many calls (the verbs' searches).
 """
 
 from __future__ import annotations
@@ -297,25 +298,47 @@ def stream_through_actors(rows: Iterable[dict] | pa.Table, actor: type[RowActor]
     batches of `stage.batch_size` and in input order. At most one batch per actor is in flight, so
     memory stays flat however long the stream. An actor lost with its node is restarted and its batch
     retried."""
-    ray = _import_ray()
-    from ray.util import ActorPool
+    yield from KeptActors(actor, constructor_args, stage, name, source, run).map(rows)
 
-    _check_fits(stage, name)
-    remote = ray.remote(actor).options(num_cpus=stage.cpus_per_worker, num_gpus=stage.gpus_per_worker,
-                                       max_restarts=3, max_task_retries=3)
-    # a large argument (candidates' phrases) is stored once for all actors; it stays referenced here
-    # while they live, so a restarted actor finds it (Ray logs a warning about such arguments)
-    shared = [ray.put(arg) if len(pickle.dumps(arg)) > _INLINE_BYTES else arg for arg in constructor_args]
-    pool = ActorPool([remote.remote(*shared) for _ in range(stage.workers)])
-    try:
-        for batch in _batches(rows, stage.batch_size):
-            if not pool.has_free():
-                yield _unstamped(pool.get_next(), run)
-            pool.submit(lambda worker, block: worker.__call__.remote(block), batch)
-        while pool.has_next():
-            yield _unstamped(pool.get_next(), run)
-    except ray.exceptions.RayError as error:
-        raise _one_line(error, name, source) from None
+
+class KeptActors:
+    """`stage.workers` actors of one class, each built once, that map table after table as
+    stream_through_actors maps one: a verb's many calls on the same large arguments (a join's left names)
+    send them once. The actors end with `close`, or with the last reference to it."""
+
+    def __init__(self, actor: type[RowActor], constructor_args: tuple, stage: RayStageParams, name: str, source: str,
+                 run: RayRun, hold_cpus: bool = True):
+        """`hold_cpus` False: the actors reserve no CPU (spread over the nodes instead), for work that alternates
+        with Ray tasks that need the CPUs, which actors holding them for their lifetime would starve."""
+        ray = _import_ray()
+        from ray.util import ActorPool
+
+        _check_fits(stage, name)
+        placement = ({"num_cpus": stage.cpus_per_worker} if hold_cpus else
+                     {"num_cpus": 0, "scheduling_strategy": "SPREAD"})
+        remote = ray.remote(actor).options(**placement, num_gpus=stage.gpus_per_worker, max_restarts=3,
+                                           max_task_retries=3)
+        # a large argument (candidates' phrases) is stored once for all actors; it stays referenced here
+        # while they live, so a restarted actor finds it (Ray logs a warning about such arguments)
+        self._shared = [ray.put(arg) if len(pickle.dumps(arg)) > _INLINE_BYTES else arg for arg in constructor_args]
+        self._pool = ActorPool([remote.remote(*self._shared) for _ in range(stage.workers)])
+        self.stage, self.name, self.source, self.run = stage, name, source, run
+
+    def map(self, rows: Iterable[dict] | pa.Table) -> Iterator[pa.Table]:
+        """The actors' outputs of `rows`' batches, in input order, one batch per actor in flight."""
+        ray = _import_ray()
+        try:
+            for batch in _batches(rows, self.stage.batch_size):
+                if not self._pool.has_free():
+                    yield _unstamped(self._pool.get_next(), self.run)
+                self._pool.submit(lambda worker, block: worker.__call__.remote(block), batch)
+            while self._pool.has_next():
+                yield _unstamped(self._pool.get_next(), self.run)
+        except ray.exceptions.RayError as error:
+            raise _one_line(error, self.name, self.source) from None
+
+    def close(self) -> None:
+        self._pool, self._shared = None, []
 
 
 def _batches(rows: Iterable[dict] | pa.Table, size: int) -> Iterator[pa.Table]:

@@ -50,6 +50,29 @@ def test_the_encoder_cosine_joins_the_choice(tiny_text_encoder):
     assert all(f in functions for f, _ in choice.configurations) and len(choice.left_row) == len(RIGHT)
 
 
+@pytest.mark.parametrize("exact", [True, False])
+def test_the_left_search_pickles_with_its_faiss_index_and_finds_the_same_pairs(tiny_text_encoder, exact):
+    """Ray stores the left names' search once for its actors, pickled: an exact or an HNSW index (with its search
+    depth) comes back whole."""
+    import pickle
+
+    from pearl.index.phrase_index import IndexSettings, new_faiss_index
+    from pearl.index.vector_search import VectorSearch
+    from pearl.joining.left_search import LeftSearch
+
+    signals = Signals(LEFT * 3 + [f"{name} {i}" for i, name in enumerate(LEFT * 20)], RIGHT, tiny_text_encoder)
+    left = np.arange(signals.n_left)
+    index = new_faiss_index(signals.vectors.shape[1], exact, IndexSettings(hnsw_ef_search=24))
+    index.add(signals.vectors[left])
+    search = LeftSearch(signals.char3[left].T.tocsr(), VectorSearch(index))
+    rows = np.arange(signals.n_left, len(signals.texts))
+    arguments = (rows, signals.char3[rows], signals.vectors[rows], 4, 1)
+    again = pickle.loads(pickle.dumps(search))
+    assert type(again.vectors.index) is type(index)
+    assert again.pairs(*arguments).tolist() == search.pairs(*arguments).tolist()
+    assert exact or again.vectors.index.hnsw.efSearch == 24
+
+
 def test_the_3_gram_candidates_are_each_names_top_k_among_left_names_it_shares_a_3_gram_with():
     rng = np.random.default_rng(0)
     words = ["north", "south", "lake", "port", "saint", "mount", "river", "new", "old", "west"]

@@ -349,6 +349,33 @@ def test_the_verbs_on_ray_write_the_local_engines_bytes(tiny_encoder, tmp_path, 
     assert encoder.encode(misspelt + names[:5]).tobytes() == local.tobytes()
 
 
+def test_the_joins_candidate_search_on_ray_actors_finds_the_local_pairs(tiny_text_encoder, monkeypatch, running_ray):
+    """With the encoder on Ray, the join's candidates are searched by kept actors, in batches dealt to both: the
+    local engine's pairs, for left and right queries, and a right name that shares no 3-gram with any left one."""
+    import numpy as np
+
+    from pearl.joining import left_search, select
+    from pearl.ray_encoding import RayEncoding
+
+    monkeypatch.setattr(select, "SEARCH_ROWS", 16)  # the actors' batch: 4 of the right names' queries
+    monkeypatch.setattr(left_search, "SEARCH_ROWS", 16)  # the local engine's blocks, as the actors get them
+    words = ["north", "river", "saint", "lake", "port", "new", "old", "upper"]
+    left = [f"{a} {b} {i % 5}" for i, (a, b) in enumerate((a, b) for a in words for b in words)]
+    right = [name.replace("o", "0", 1).upper() for name in left[::2]] + ["qqq zzz"]
+    local = select.Signals(left, right, tiny_text_encoder)
+    ray = RayEncoding(workers=2)
+    tiny_text_encoder.ray = ray
+    try:
+        on_ray = select.Signals(left, right, tiny_text_encoder)
+        for rows, k in ((np.arange(len(left)), 5), (np.arange(len(left), len(left) + len(right)), 4)):
+            expected = local.nearest_left(rows, k)
+            assert [part.tolist() for part in on_ray.nearest_left(rows, k)] == [part.tolist() for part in expected]
+        assert on_ray._actors is not None
+    finally:
+        tiny_text_encoder.ray = None
+        ray.close()
+
+
 @pytest.mark.slow
 def test_pipelines_on_cpus_run_in_the_same_processes_each_building_its_actor_once(make_params, no_running_ray):
     """A pool of actors would start new processes for every pipeline, each importing the model libraries again

@@ -28,6 +28,7 @@ from pearl.artifacts import atomic_dir
 from pearl.errors import PearlError
 from pearl.index import trigrams
 from pearl.index.encoder import STRING, Encoder, ModelCard, load_encoder
+from pearl.index.vector_search import SEARCH_ROWS, VectorSearch, VectorSearchActor, search_on_ray
 from pearl.log import get_logger
 from pearl.scores import rank
 from pearl.tables import as_polars, check_output_folder, require_column, text_column
@@ -87,6 +88,7 @@ class Index:
         self.settings = settings
         self._faiss = faiss_index
         self._name_sets: trigrams.NameSets | None = None  # `string`'s 3-gram sets, fitted at the first search
+        self._actors = None  # with the encoder on Ray: the actors that search, each holding the faiss index
         self.stats = stats or {"rows_read": 0, "blank_skipped": 0, "truncated": 0}
 
     # ---- building -------------------------------------------------------------------------
@@ -183,6 +185,7 @@ class Index:
         import faiss
 
         exact = len(self.names) < self.settings.exact_below
+        self._actors = None  # they hold the index as it was
         if self._faiss is None or (not exact and isinstance(self._faiss, faiss.IndexFlatIP)):
             # a new index, or an exact one that grew past the cut: (re)build from the stored vectors
             self._faiss = new_faiss_index(self.vectors.shape[1], exact, self.settings)
@@ -224,12 +227,21 @@ class Index:
         # a few more than k, so that ties at the k-th place can be ordered by row
         wide = min(len(self), k + 8)
         vectors = self.encoder.encode(queries) if vectors is None else vectors
-        scores, rows = self._faiss.search(np.ascontiguousarray(vectors), wide)
+        scores, rows = self._vector_search(vectors, wide)
         scores = np.where(rows < 0, -np.inf, scores)  # a result HNSW did not find (row -1) comes last
         by_row = np.argsort(np.where(rows < 0, len(self), rows), axis=1)  # rank wants the columns in row order
         scores, rows = np.take_along_axis(scores, by_row, axis=1), np.take_along_axis(rows, by_row, axis=1)
         order = rank(scores, k)
         return np.take_along_axis(scores, order, axis=1), np.take_along_axis(rows, order, axis=1)
+
+    def _vector_search(self, vectors: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """faiss's k nearest: with the encoder on Ray, searched by Ray actors that each hold the index."""
+        ray = getattr(self.encoder, "ray", None)
+        if ray is None:
+            return VectorSearch(self._faiss).search(vectors, k)
+        if self._actors is None:
+            self._actors = ray.actors(VectorSearchActor, (VectorSearch(self._faiss), 1), "index search", SEARCH_ROWS)
+        return search_on_ray(self._actors, vectors, k)
 
     # ---- persistence ----------------------------------------------------------------------
 

@@ -39,7 +39,9 @@ import numpy as np
 from tqdm import tqdm
 
 from pearl.cores import available_cores
+from pearl.index.vector_search import SEARCH_ROWS, VectorSearch
 from pearl.joining import set_measures
+from pearl.joining.left_search import LeftSearch, LeftSearchActor, queries_table
 from pearl.joining.negative_rules import NegativeRules, token_sets
 from pearl.joining.stacked import StackedRows
 
@@ -147,8 +149,8 @@ class Signals:
         self.n_left = len(left)
         vectors = self._encode(left + right)  # in one call, as the vectors of a choice without a sample always were
         self._left = self._side(left, None if vectors is None else vectors[: self.n_left], slice(0, self.n_left))
-        self.left_char3_t = self._left["char3"].T.tocsr()  # the right-hand side of every 3-gram search
-        self._faiss = None
+        self._search: LeftSearch | None = None
+        self._actors = None  # the Ray actors that search, with the encoder on Ray
         self._set_right(right, None if vectors is None else vectors[self.n_left:], slice(self.n_left, None))
 
     def _encode(self, names: list[str]) -> np.ndarray | None:
@@ -181,29 +183,36 @@ class Signals:
         """Candidate pairs (row, left row), sorted by row, then left row, each once: each row's k nearest left
         names by the encoder, and by 3-gram cosine among those that share a 3-gram with it (sparse_dot_topn
         keeps each row's top k of the sparse product: the brute-force search scored every pair, 29 of 38 s at
-        30K × 20K names)."""
-        from sparse_dot_topn import sp_matmul_topn
-
+        30K × 20K names). With the encoder on Ray, Ray actors search (pearl.joining.left_search)."""
         k = min(k, self.n_left)
-        top = sp_matmul_topn(self.char3[rows], self.left_char3_t, top_n=k, n_threads=available_cores())
-        found = [np.stack([np.repeat(rows, np.diff(top.indptr)), top.indices], axis=1)]
-        if self.vectors is not None:
-            found.append(np.stack([np.repeat(rows, k), self._left_index().search(self.vectors[rows], k)[1].ravel()],
-                                  axis=1))
-        pairs = np.concatenate(found)
+        char3, vectors = self.char3[rows], None if self.vectors is None else self.vectors[rows]
+        ray = getattr(self.encoder, "ray", None)
+        if ray is None:
+            pairs = self._left_search().pairs(rows, char3, vectors, k, available_cores())
+        else:
+            if self._actors is None:
+                self._actors = ray.actors(LeftSearchActor, (self._left_search(), 1), "candidate search", SEARCH_ROWS)
+            found = [np.stack([out["row"].to_numpy(), out["left"].to_numpy()], axis=1)
+                     for out in self._actors.map(queries_table(rows, char3, vectors, k))]
+            pairs = np.concatenate(found) if found else np.zeros((0, 2), dtype=np.int64)
         pairs = pairs[pairs[:, 1] >= 0]  # HNSW may find fewer than k
         keys = np.unique(pairs[:, 0].astype(np.int64) * self.n_left + pairs[:, 1])  # sorted by row, then left row
         return keys // self.n_left, keys % self.n_left
 
-    def _left_index(self):
-        """The left vectors' faiss index: exact, or HNSW past Index's exact_below names (searched EF_SEARCH deep)."""
-        if self._faiss is None:
-            from pearl.index.phrase_index import IndexSettings, new_faiss_index
+    def _left_search(self) -> LeftSearch:
+        """The left names' search structures; the faiss index is exact, or HNSW past Index's exact_below names
+        (searched EF_SEARCH deep)."""
+        if self._search is None:
+            index = None
+            if self.vectors is not None:
+                from pearl.index.phrase_index import IndexSettings, new_faiss_index
 
-            settings = IndexSettings(hnsw_ef_search=EF_SEARCH)
-            self._faiss = new_faiss_index(self._left["vectors"].shape[1], self.n_left < settings.exact_below, settings)
-            self._faiss.add(self._left["vectors"])
-        return self._faiss
+                settings = IndexSettings(hnsw_ef_search=EF_SEARCH)
+                index = new_faiss_index(self._left["vectors"].shape[1], self.n_left < settings.exact_below, settings)
+                index.add(self._left["vectors"])
+                index = VectorSearch(index)
+            self._search = LeftSearch(self._left["char3"].T.tocsr(), index)
+        return self._search
 
     def of_pairs(self, a: np.ndarray, b: np.ndarray, only: set[str] | None = None) -> dict[str, np.ndarray]:
         """Every signal of the pairs (rows a[i], b[i]), or those named in `only`."""

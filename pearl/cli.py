@@ -405,16 +405,20 @@ def index_add(
     column: Annotated[str, typer.Option(help="the names column")],
     id_column: Annotated[str | None, typer.Option(help="ids column; default: the row number, counted on")] = None,
     dedupe: Annotated[bool, typer.Option(help="skip names already indexed or repeated instead of failing")] = False,
+    engine: EngineOption = "local",
+    ray_address: RayAddressOption = None,
+    ray_workers: RayWorkersOption = 2,
 ) -> None:
     """Append a table's names to an index; the names already there are not embedded again."""
     from pearl.index.phrase_index import Index
 
     def work() -> None:
-        table = _table(input_file, "the names table", column, id_column)
-        index = Index.load(index_dir)
-        added = index.add_table(table, column, id_column, dedupe=dedupe)
-        index.save(index_dir)
-        typer.echo(f"+{added} names → {len(index)} in {index_dir} ({index.kind})")
+        with _ray_encoding(engine, ray_address, ray_workers) as ray:
+            table = _table(input_file, "the names table", column, id_column)
+            index = Index.load(index_dir, ray=ray)
+            added = index.add_table(table, column, id_column, dedupe=dedupe)
+            index.save(index_dir)
+            typer.echo(f"+{added} names → {len(index)} in {index_dir} ({index.kind})")
 
     _product(work)
 

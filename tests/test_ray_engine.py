@@ -306,8 +306,8 @@ def test_a_row_a_node_read_that_makes_an_actor_raise_is_named_with_its_shard_and
 
 @pytest.mark.slow
 def test_the_verbs_on_ray_write_the_local_engines_bytes(tiny_encoder, tmp_path, running_ray):
-    """embed, index build, link, join and cluster with --engine ray: their names encoded by 2 actors on the
-    running Ray, into the same files as --engine local."""
+    """embed, index build and add, link, join and cluster with --engine ray: their names encoded, and their
+    searches run, by 2 actors on the running Ray, into the same files as --engine local."""
     from typer.testing import CliRunner
 
     from pearl.cli import app
@@ -320,6 +320,7 @@ def test_the_verbs_on_ray_write_the_local_engines_bytes(tiny_encoder, tmp_path, 
     pl.DataFrame({"name": names}).write_csv(tmp_path / "left.csv")
     pl.DataFrame({"name": misspelt}).write_csv(tmp_path / "right.csv")
     (tmp_path / "names.txt").write_text("\n".join(names[:60]) + "\n")
+    pl.DataFrame({"name": [f"{name} annex" for name in names[:30]]}).write_csv(tmp_path / "more.csv")
     model, runner = str(tiny_encoder), CliRunner()
     for engine in ("local", "ray"):
         out = tmp_path / engine
@@ -330,6 +331,7 @@ def test_the_verbs_on_ray_write_the_local_engines_bytes(tiny_encoder, tmp_path, 
              "--out", str(out / "v.npy")],  # 15 batches, in 2 actor calls of 8 batches
             ["index", "build", "--input", str(tmp_path / "left.csv"), "--column", "name", "--model", model,
              "--out", str(out / "idx")],
+            ["index", "add", "--index", str(out / "idx"), "--input", str(tmp_path / "more.csv"), "--column", "name"],
             ["link", "--index", str(out / "idx"), "--input", str(tmp_path / "right.csv"), "--column", "name",
              "--k", "3", "--out", str(out / "links.csv")],
             ["join", str(tmp_path / "left.csv"), str(tmp_path / "right.csv"), "--left-on", "name", "--right-on", "name",

@@ -359,7 +359,7 @@ def test_the_joins_candidate_search_on_ray_actors_finds_the_local_pairs(tiny_tex
     from pearl.joining import left_search, select
     from pearl.ray_encoding import RayEncoding
 
-    monkeypatch.setattr(select, "SEARCH_ROWS", 16)  # the actors' batch: 4 of the right names' queries
+    monkeypatch.setattr(select, "SEARCH_ROWS", 16)  # the actors' batch: the 64 left names' queries in 4
     monkeypatch.setattr(left_search, "SEARCH_ROWS", 16)  # the local engine's blocks, as the actors get them
     words = ["north", "river", "saint", "lake", "port", "new", "old", "upper"]
     left = [f"{a} {b} {i % 5}" for i, (a, b) in enumerate((a, b) for a in words for b in words)]

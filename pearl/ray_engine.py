@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import math
 import os
-import pickle
 import re
 import socket
 import time
@@ -169,7 +168,6 @@ def _stamped(out: pa.Table, started: float) -> pa.Table:
     return out
 
 
-_INLINE_BYTES = 1 << 20
 _ROW, _NODE, _STARTED, _ENDED = "_pearl_row", "_pearl_node", "_pearl_started", "_pearl_ended"
 _FILE = "path"  # the column read_parquet(include_paths=True) adds
 
@@ -318,9 +316,10 @@ class KeptActors:
                      {"num_cpus": 0, "scheduling_strategy": "SPREAD"})
         remote = ray.remote(actor).options(**placement, num_gpus=stage.gpus_per_worker, max_restarts=3,
                                            max_task_retries=3)
-        # a large argument (candidates' phrases) is stored once for all actors; it stays referenced here
-        # while they live, so a restarted actor finds it (Ray logs a warning about such arguments)
-        self._shared = [ray.put(arg) if len(pickle.dumps(arg)) > _INLINE_BYTES else arg for arg in constructor_args]
+        # each argument is stored once for all actors (a large one: candidates' phrases, a join's left index), and
+        # serialised once: Ray keeps a small one inline itself. It stays referenced here while they live, so a
+        # restarted actor finds it (Ray logs a warning about such arguments)
+        self._shared = [ray.put(arg) for arg in constructor_args]
         self._pool = ActorPool([remote.remote(*self._shared) for _ in range(stage.workers)])
         self.stage, self.name, self.source, self.run = stage, name, source, run
 

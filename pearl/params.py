@@ -244,6 +244,8 @@ class AverageParams:
 class StaticParams:
     vocabulary: Literal["tokenizer", "tokenizer+phrases"]
     pca_dims: Annotated[int, Field(ge=2)] | None
+    fit: Literal["none", "source_vectors"]
+    spelling_weight: Annotated[float, Field(gt=0, lt=1)] | None
 
 
 @dataclass(config=_SCHEMA)

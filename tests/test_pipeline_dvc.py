@@ -161,9 +161,7 @@ def test_every_stage_that_loads_the_export_depends_on_the_code_that_loads_it():
     assert {"bench", "bench_tune", "figure4", "bench_pearl_base", "bench_tune_pearl_base", "static", "bench_static",
             "bench_tune_static", "bench_burt_small", "bench_tune_burt_small", "bench_burt_tasks",
             "bench_burt_tasks_burt_small"} <= readers.keys()
-    # `static` reads the export through pearl.model.export and transformers, not through Embedder
-    missing = {name: [path for path in EXPORT_LOADING if not (name == "static" and path == "pearl/embedder.py")
-                      and not any(path == dep or path.startswith(f"{dep}/") for dep in deps)]
+    missing = {name: [path for path in EXPORT_LOADING if not any(path == dep or path.startswith(f"{dep}/") for dep in deps)]
                for name, deps in readers.items()}
     assert missing == dict.fromkeys(readers, [])
 

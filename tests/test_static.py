@@ -28,6 +28,11 @@ def source(tiny_encoder, tmp_path_factory) -> Path:
     pl.DataFrame({"phrase": ["zurich cafe", "new york times", "the zurich zoo"], "lex_type": ["NP"] * 3,
                   "freq": [2] * 3, "ent_type": ["GPE"] * 3, "label": ["NP-GPE"] * 3, "label_id": [4] * 3}
                  ).write_parquet(root / "phrases.parquet")
+    variants = [(p, v) for p in ("zurich cafe", "new york times", "the zurich zoo")
+                for v in (p.upper(), p.replace(" ", ""), p[::-1], p[:-1], f"{p} {p}", p.title(), p[1:], f"a {p}")]
+    pl.DataFrame({"phrase": [p for p, _ in variants], "level": ["char"] * len(variants),
+                  "method": ["test"] * len(variants), "variant": [v for _, v in variants]}
+                 ).write_parquet(root / "variants.parquet")
     return root
 
 
@@ -37,7 +42,8 @@ def static(source, tmp_path_factory):
     from tests.conftest import ROOT
 
     out = tmp_path_factory.mktemp("static") / "pearl-static"
-    params = load_params(ROOT / "params.yaml", {"static.pca_dims": 16, "static.vocabulary": "tokenizer+phrases"})
+    params = load_params(ROOT / "params.yaml", {"static.pca_dims": 16, "static.vocabulary": "tokenizer+phrases",
+                                                "static.fit": "none", "static.spelling_weight": None})
     numbers = stage.run(params, source=source / "pearl", out_dir=out, phrases=source / "phrases.parquet",
                         metrics=out.parent / "static.json")
     return out, numbers
@@ -99,6 +105,59 @@ def test_the_verbs_encoder_reads_whole_texts_in_large_batches(static):
     from pearl.serve.app import token_count
 
     assert token_count(encoder.embedder, ["new york " * 100, "zoo"]) == 201
+
+
+def fit_run(source, make_params, out: Path, **overrides) -> dict:
+    return stage.run(make_params(**{"static__fit": "source_vectors", **overrides}), source=source / "pearl",
+                     out_dir=out, phrases=source / "phrases.parquet", variants=source / "variants.parquet",
+                     metrics=out.parent / f"{out.name}.json")
+
+
+def test_the_fit_points_the_texts_means_where_the_sources_vectors_point(source, make_params, tmp_path):
+    """Fitted, the static model's cosines (before its 3-gram block) between the training texts agree with the
+    source's better than distillation alone leaves them, at the weight asked for; a second run writes the same bytes."""
+    texts = stage.training_texts(source / "phrases.parquet", source / "variants.parquet")
+    assert len(texts) == 27 and texts[:3] == ["zurich cafe", "new york times", "the zurich zoo"]
+    targets = stage.source_targets(make_params(), source / "pearl", texts)
+    assert targets.shape == (27, 32 + 8)  # the transformer's 32 and the character encoder's 8, not the 3-grams
+    numbers = fit_run(source, make_params, tmp_path / "fitted", static__spelling_weight=0.5)
+    fit_run(source, make_params, tmp_path / "none", static__fit="none")
+
+    def cosines(vectors: np.ndarray) -> np.ndarray:
+        unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+        return (unit @ unit.T)[np.triu_indices(len(vectors), 1)]
+
+    def agreement(folder: Path) -> float:
+        """The correlation of the static model's cosines between the texts with the source's (its head, which
+        mapped its width to the source's, is gone)."""
+        from model2vec import StaticModel
+
+        mine = StaticModel.from_pretrained(str(folder)).encode(texts)
+        return float(np.corrcoef(cosines(mine), cosines(targets))[0, 1])
+
+    assert agreement(tmp_path / "fitted") > agreement(tmp_path / "none") + 0.05
+    assert numbers["fit"] == "source_vectors" and numbers["fit_texts"] == 27 and numbers["spelling_weight"] == 0.5
+    assert load(tmp_path / "fitted")[1].weight == 0.5
+    assert "27 training phrases" in (tmp_path / "fitted/README.md").read_text()
+    assert "trained after" not in (tmp_path / "none/README.md").read_text()
+    fit_run(source, make_params, tmp_path / "again", static__spelling_weight=0.5)
+    assert ((tmp_path / "fitted/model.safetensors").read_bytes() == (tmp_path / "again/model.safetensors").read_bytes())
+
+
+def test_a_fit_without_variants_fails_in_one_line_before_model2vec_loads(source, make_params, tmp_path):
+    with pytest.raises(PearlError, match="variants"):
+        stage.run(make_params(static__fit="source_vectors"), source=source / "pearl", out_dir=tmp_path / "out",
+                  phrases=source / "phrases.parquet", variants=tmp_path / "none.parquet", metrics=tmp_path / "m.json")
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_spelling_weight_for_a_source_without_3_grams_fails_in_one_line(tiny_encoder, make_params, tmp_path):
+    model = PhraseModel(ModelConfig(str(tiny_encoder), "", 64, False, 8, 0.5)).eval()
+    export_sentence_transformer(model, tmp_path / "plain")
+    with pytest.raises(PearlError, match="static.spelling_weight is set but .* has no 3-gram block .*null"):
+        stage.run(make_params(static__fit="none", static__spelling_weight=0.4), source=tmp_path / "plain",
+                  out_dir=tmp_path / "out", metrics=tmp_path / "m.json")
+    assert not (tmp_path / "out").exists()
 
 
 def test_a_missing_source_fails_in_one_line_before_model2vec_loads(make_params, tmp_path):

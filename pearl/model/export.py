@@ -80,10 +80,12 @@ def export_sentence_transformer(model: PhraseModel, out_dir: Path, spelling_weig
     (out_dir / CONFIG).write_text(json.dumps(config, indent=2) + "\n")
 
 
-def export_static(vectors, tokenizer, source: Path, out_dir: Path, config: dict) -> None:
+def export_static(vectors, tokenizer, source: Path, out_dir: Path, config: dict,
+                  spelling_weight: float | None = None) -> None:
     """PEARL-static into `out_dir`, a new directory: PhraseStaticEmbedding (these token vectors and `tokenizer`, a
-    tokenizers.Tokenizer), then the source export's SpellingNgrams (same buckets, same weight) and Normalize, with
-    its prompts. pearl_model.json holds `config` and no type head is written: `pearl types` needs PEARL-small."""
+    tokenizers.Tokenizer), then the source export's SpellingNgrams (same buckets; `spelling_weight`, or the
+    source's weight where it is None) and Normalize, with its prompts. pearl_model.json holds `config` and no type
+    head is written: `pearl types` needs PEARL-small."""
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.modules import Normalize
 
@@ -93,13 +95,14 @@ def export_static(vectors, tokenizer, source: Path, out_dir: Path, config: dict)
     modules = [PhraseStaticEmbedding(tokenizer, embedding_weights=vectors)]
     spelling = [m for m in source_model if isinstance(m, SpellingNgrams)]
     if spelling:
-        modules.append(SpellingNgrams(modules[0].get_embedding_dimension(), spelling[0].n_features, spelling[0].weight))
+        modules.append(SpellingNgrams(modules[0].get_embedding_dimension(), spelling[0].n_features,
+                                      spelling[0].weight if spelling_weight is None else spelling_weight))
     modules.append(Normalize())
     st = SentenceTransformer(modules=modules, device="cpu", prompts=source_model.prompts or None,
                              default_prompt_name=source_model.default_prompt_name)
     st.save(str(out_dir), create_model_card=False)
     _ship_code(out_dir)
-    spelling_config = {"spelling_weight": spelling[0].weight if spelling else 0.0,
+    spelling_config = {"spelling_weight": modules[1].weight if spelling else 0.0,
                        "spelling_features": spelling[0].n_features if spelling else 0}
     dimension = st.get_embedding_dimension()
     (out_dir / "README.md").write_text(static_card(config, dimension, spelling_config["spelling_weight"]))
@@ -109,6 +112,9 @@ def export_static(vectors, tokenizer, source: Path, out_dir: Path, config: dict)
 def static_card(config: dict, dimension: int, spelling_weight: float) -> str:
     spelling = (f", then hashed character 3-grams that carry a share of {spelling_weight} of every cosine"
                 if spelling_weight > 0 else "")
+    fit = (f"; trained after, so that a text's mean points where PEARL-small's own vector of it does, over "
+           f"{config['fit_texts']:,} training phrases and their variants"
+           if config.get("fit") == "source_vectors" else "")
     return f"""---
 library_name: sentence-transformers
 pipeline_tag: sentence-similarity
@@ -119,7 +125,7 @@ tags: [sentence-transformers, model2vec, static-embeddings, phrase-embeddings, p
 
 Phrase vectors of {dimension} dimensions: the mean of static token vectors that model2vec distilled from
 PEARL-small's transformer (`{config["source"]}`; {config["vocabulary_size"]:,} tokens, PCA to
-{config["pca_dims"] or "no"} dimensions){spelling}, L2-normalised. No transformer runs when it encodes.
+{config["pca_dims"] or "no"} dimensions{fit}){spelling}, L2-normalised. No transformer runs when it encodes.
 
 ```python
 from sentence_transformers import SentenceTransformer

@@ -168,6 +168,6 @@ def test_a_missing_source_fails_in_one_line_before_model2vec_loads(make_params, 
 
 def test_a_pca_wider_than_the_transformer_fails_in_one_line(source, make_params, tmp_path):
     with pytest.raises(PearlError, match="static.pca_dims 64 exceeds the width .* \\(32\\); null keeps that width"):
-        stage.run(make_params(static__pca_dims=64), source=source / "pearl", out_dir=tmp_path / "out",
-                  phrases=source / "phrases.parquet", metrics=tmp_path / "m.json")
+        stage.run(make_params(static__pca_dims=64, static__fit="none"), source=source / "pearl",
+                  out_dir=tmp_path / "out", phrases=source / "phrases.parquet", metrics=tmp_path / "m.json")
     assert not (tmp_path / "out").exists()

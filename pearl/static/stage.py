@@ -66,9 +66,9 @@ def source_targets(params: Params, source: Path, texts: list[str]) -> np.ndarray
 
 
 def fit_to_source(static, params: Params, source: Path, texts: list[str]):
-    """`static` (a model2vec StaticModel) with its token vectors trained so that each text's mean has the cosine
-    loss of model2vec's StaticModelForSimilarity against the source's vector; a linear head maps the token width to
-    the target's during training and is dropped after. Early stopping on a held-out tenth of the texts."""
+    """`static` (a model2vec StaticModel) with its token vectors trained by model2vec's StaticModelForSimilarity, a
+    cosine loss between each text's mean and the source's vector of it. A linear head maps the token width to the
+    target's during training and is dropped after; training stops early on a held-out tenth of the texts."""
     import torch
     from model2vec.train import StaticModelForSimilarity
 

@@ -13,7 +13,7 @@ from pearl.embedder import Embedder
 from pearl.errors import PearlError
 from pearl.log import Stopwatch, get_logger
 from pearl.params import RayStageParams
-from pearl.ray_engine import KeptActors, RayRun, RowActor, map_with_actors, ray_session
+from pearl.ray_engine import KeptActors, RayRun, RowActor, column_matrix, map_with_actors, matrix_column, ray_session
 
 log = get_logger("ray")
 
@@ -29,7 +29,7 @@ class EncoderActor(RowActor):
         texts = batch.column("text").to_pylist()
         size = self.embedder.batch_size
         vectors = np.concatenate([self.embedder.embed(texts[i:i + size]) for i in range(0, len(texts), size)])
-        return pa.table({"text": texts, "vector": pa.FixedSizeListArray.from_arrays(vectors.ravel(), vectors.shape[1])})
+        return pa.table({"text": texts, "vector": matrix_column(vectors)})
 
 
 def encode_on_ray(texts: list[str], build: Callable[[], Embedder], batch: tuple[str, int], stage: RayStageParams,
@@ -50,7 +50,7 @@ def encode_on_ray(texts: list[str], build: Callable[[], Embedder], batch: tuple[
     position = {text: i for i, text in enumerate(texts)}
     matrix = None
     for out in map_with_actors(rows, EncoderActor, (build,), stage, name, source, run):
-        vectors = out["vector"].combine_chunks().flatten().to_numpy().reshape(out.num_rows, -1)
+        vectors = column_matrix(out, "vector")
         if matrix is None:
             matrix = np.zeros((len(texts), vectors.shape[1]), dtype=np.float32)
         matrix[[position[text] for text in out["text"].to_pylist()]] = vectors

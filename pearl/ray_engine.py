@@ -28,6 +28,7 @@ import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -338,6 +339,16 @@ class KeptActors:
 
     def close(self) -> None:
         self._pool, self._shared = None, []
+
+
+def matrix_column(matrix: np.ndarray) -> pa.FixedSizeListArray:
+    """A 2-D array as a column of one fixed-size list per row: how the actors' tables carry vectors and rows."""
+    return pa.FixedSizeListArray.from_arrays(np.ascontiguousarray(matrix).ravel(), matrix.shape[1])
+
+
+def column_matrix(table: pa.Table, name: str, width: int = -1) -> np.ndarray:
+    """matrix_column's inverse: the column `name` of `table` as a 2-D array (`width` given, an empty table too)."""
+    return table[name].combine_chunks().flatten().to_numpy().reshape(table.num_rows, width)
 
 
 def _batches(rows: Iterable[dict] | pa.Table, size: int) -> Iterator[pa.Table]:

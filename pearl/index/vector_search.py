@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from pearl.ray_engine import KeptActors, RowActor
+from pearl.ray_engine import KeptActors, RowActor, column_matrix, matrix_column
 
 SEARCH_ROWS = 4096  # queries per faiss call: its exact search takes them in blocks of this many
 
@@ -55,25 +55,14 @@ class VectorSearchActor(RowActor):
 
     def process(self, batch: pa.Table) -> pa.Table:
         k = batch["k"][0].as_py()
-        scores, rows = self.search.search(vectors_of(batch), k)
-        return pa.table({"scores": pa.FixedSizeListArray.from_arrays(scores.ravel(), k),
-                         "rows": pa.FixedSizeListArray.from_arrays(rows.ravel(), k)})
+        scores, rows = self.search.search(column_matrix(batch, "vector"), k)
+        return pa.table({"scores": matrix_column(scores), "rows": matrix_column(rows)})
 
 
 def search_on_ray(actors: KeptActors, vectors: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """What `VectorSearch.search(vectors, k)` gives, from kept VectorSearchActors (batches of SEARCH_ROWS)."""
-    queries = pa.table({"vector": vector_column(vectors), "k": pa.array(np.full(len(vectors), k), pa.int64())})
+    queries = pa.table({"vector": matrix_column(vectors), "k": pa.array(np.full(len(vectors), k), pa.int64())})
     found = list(actors.map(queries))
     if not found:
         return np.zeros((0, k), np.float32), np.zeros((0, k), np.int64)
-    return tuple(np.concatenate([out[name].combine_chunks().flatten().to_numpy().reshape(out.num_rows, k)
-                                 for out in found]) for name in ("scores", "rows"))
-
-
-def vector_column(vectors: np.ndarray) -> pa.FixedSizeListArray:
-    return pa.FixedSizeListArray.from_arrays(np.ascontiguousarray(vectors, dtype=np.float32).ravel(),
-                                             vectors.shape[1])
-
-
-def vectors_of(batch: pa.Table) -> np.ndarray:
-    return batch["vector"].combine_chunks().flatten().to_numpy().reshape(batch.num_rows, -1)
+    return tuple(np.concatenate([column_matrix(out, name, k) for out in found]) for name in ("scores", "rows"))

@@ -9,8 +9,8 @@ import numpy as np
 import pyarrow as pa
 import scipy.sparse as sp
 
-from pearl.index.vector_search import SEARCH_ROWS, VectorSearch, vector_column, vectors_of
-from pearl.ray_engine import RowActor
+from pearl.index.vector_search import SEARCH_ROWS, VectorSearch
+from pearl.ray_engine import RowActor, column_matrix, matrix_column
 
 
 class LeftSearch:
@@ -57,7 +57,7 @@ class LeftSearchActor(RowActor):
         indptr = grams.offsets.to_numpy()
         char3 = sp.csr_matrix((weights.flatten().to_numpy(), grams.flatten().to_numpy(), indptr - indptr[0]),
                               shape=(batch.num_rows, self.search.char3_t.shape[0]), copy=True)  # writable, as above
-        vectors = vectors_of(batch) if "vector" in batch.column_names else None
+        vectors = column_matrix(batch, "vector") if "vector" in batch.column_names else None
         pairs = self.search.pairs(batch["row"].to_numpy(), char3, vectors, batch["k"][0].as_py(), self.threads)
         return pa.table({"row": pairs[:, 0], "left": pairs[:, 1]})
 
@@ -70,5 +70,5 @@ def queries_table(rows: np.ndarray, char3: sp.csr_matrix, vectors: np.ndarray | 
                "gram": pa.ListArray.from_arrays(indptr, pa.array(char3.indices, pa.int32())),
                "weight": pa.ListArray.from_arrays(indptr, pa.array(char3.data))}
     if vectors is not None:
-        columns["vector"] = vector_column(vectors)
+        columns["vector"] = matrix_column(vectors)
     return pa.table(columns)

@@ -48,7 +48,7 @@ from rapidfuzz import fuzz, process
 from rapidfuzz.distance import Levenshtein
 
 from pearl.log import Stopwatch, get_logger
-from pearl.ray_engine import RowActor, partitions
+from pearl.ray_engine import RowActor, column_matrix, matrix_column, partitions
 
 log = get_logger("candidates")
 
@@ -308,9 +308,8 @@ class NeighbourSearcher(RowActor):
         self.index, self.m = faiss.deserialize_index(index), m
 
     def process(self, batch: pa.Table) -> pa.Table:
-        vectors = batch["vector"].combine_chunks().flatten().to_numpy().reshape(batch.num_rows, -1)
-        _, found = self.index.search(vectors, self.m)
-        return pa.table({"found": pa.FixedSizeListArray.from_arrays(found.ravel(), self.m)})
+        _, found = self.index.search(column_matrix(batch, "vector"), self.m)
+        return pa.table({"found": matrix_column(found)})
 
 
 PairScores = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]

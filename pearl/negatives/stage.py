@@ -20,7 +20,8 @@ from pearl.negatives.candidates import (SEARCH_ROWS, CandidateSettings, Neighbou
                                         mine_candidates)
 from pearl.negatives.hard_negatives import hard_negative_mask
 from pearl.params import Params
-from pearl.ray_engine import RayRun, group_after_actors, ray_session, stream_through_actors
+from pearl.ray_engine import (RayRun, column_matrix, group_after_actors, matrix_column, ray_session,
+                              stream_through_actors)
 from pearl.scores import rounded
 from pearl.spacy_models import package_version
 from pearl.teacher.vectors import VECTORS, TeacherVectors
@@ -59,11 +60,10 @@ def neighbours_on_ray(params: Params, source: str, run: RayRun):
         import faiss
 
         stage = replace(params.ray.candidates, batch_size=SEARCH_ROWS)
-        queries = pa.table({"vector": pa.FixedSizeListArray.from_arrays(vectors.ravel(), vectors.shape[1])})
+        queries = pa.table({"vector": matrix_column(vectors)})
         searcher = (faiss.serialize_index(index), m, max(1, int(stage.cpus_per_worker)))
-        return np.vstack([out["found"].combine_chunks().flatten().to_numpy().reshape(out.num_rows, m)
-                          for out in stream_through_actors(queries, NeighbourSearcher, searcher, stage, "candidates",
-                                                           source, run)])
+        found = stream_through_actors(queries, NeighbourSearcher, searcher, stage, "candidates", source, run)
+        return np.vstack([column_matrix(out, "found", m) for out in found])
 
     return search
 

@@ -431,6 +431,9 @@ def link(
     column: Annotated[str, typer.Option(help="the mentions column")] = "mention",
     k: Annotated[int, typer.Option("--k", help="candidates per mention")] = 5,
     min_score: Annotated[float | None, typer.Option(help="below this score a mention gets a no-match row")] = None,
+    string_weight: Annotated[float, typer.Option(
+        help="weight of rapidfuzz string similarity mixed into the score of the index's best candidates "
+             "(0: the index's score alone)")] = 0.5,
     model: Annotated[str | None, typer.Option(help="must be the index's model; default: the index's own")] = None,
     engine: EngineOption = "local",
     ray_address: RayAddressOption = None,
@@ -444,7 +447,7 @@ def link(
     def work() -> None:
         with _ray_encoding(engine, ray_address, ray_workers) as ray:
             check_output(out)
-            check_link_flags(k, min_score)  # before the index loads its model
+            check_link_flags(k, min_score, string_weight)  # before the index loads its model
             mentions = _table(input_file, "the mentions table", column)
             matched = 0
 
@@ -454,7 +457,8 @@ def link(
                     matched += chunk["matched"].sum()
                     yield chunk
 
-            chunks = link_chunks(lambda: Index.load(index_dir, model, ray=ray), mentions, column, k, min_score)
+            chunks = link_chunks(lambda: Index.load(index_dir, model, ray=ray), mentions, column, k, min_score,
+                                 string_weight=string_weight)
             write_table_chunks(counted(chunks), out)
             typer.echo(f"{len(mentions)} mentions, {matched} candidate rows → {out}")
 

@@ -81,3 +81,17 @@ def _rank_in_order(scores: np.ndarray, k: int) -> np.ndarray:
         remaining[rows, ranked[:, place]] = -np.inf
         done[rows, ranked[:, place]] = True
     return ranked
+
+
+def with_string_evidence(scores: np.ndarray, rows: np.ndarray, queries: list[str], names: list[str], weight: float,
+                         scorer: str = "ratio") -> np.ndarray:
+    """(1 − weight) · each candidate's score + weight · rapidfuzz's `scorer` similarity (in [0, 1]) of its
+    query and name, lower-cased and stripped of punctuation; `rows` are the candidates' rows of `names`
+    (-1: none)."""
+    from rapidfuzz import fuzz, process, utils
+
+    pairs_left = [queries[i] for i in range(len(queries)) for _ in range(rows.shape[1])]
+    pairs_right = [names[r] if r >= 0 else "" for r in rows.ravel()]
+    string = process.cpdist(pairs_left, pairs_right, scorer=getattr(fuzz, scorer), processor=utils.default_process,
+                            workers=-1).reshape(rows.shape) / 100.0
+    return ((1 - weight) * scores + weight * string).astype(np.float32)

@@ -1,6 +1,7 @@
 """The README's generated tables, never copied by hand: the headline table, made from metrics/summary.md (the
-`report` stage's output), the join table, from metrics/join/summary.md as benchmarks/join_autofj.py wrote it, and
-the models' cost, metrics/model_cost.md as benchmarks/model_cost.py wrote it.
+`report` stage's output), the join table, from metrics/join/summary.md as benchmarks/join_autofj.py wrote it,
+the models' cost, metrics/model_cost.md as benchmarks/model_cost.py wrote it, and pearl beside its peers,
+metrics/peers/summary.md as benchmarks/peers.py wrote it.
 
     python scripts/readme_table.py           # rewrite the README's blocks between their markers
     python scripts/readme_table.py --check   # exit 1 when a block is stale
@@ -19,6 +20,7 @@ README = ROOT / "README.md"
 SUMMARY = ROOT / "metrics" / "summary.md"
 JOIN_SUMMARY = ROOT / "metrics" / "join" / "summary.md"
 MODEL_COST = ROOT / "metrics" / "model_cost.md"
+PEERS = ROOT / "metrics" / "peers" / "summary.md"
 COLUMNS = ["Avg (9 tasks)", "Avg (9, clean PPDB)", "General (mean)", "Tune (mean)"]
 NONE = "–"
 
@@ -78,11 +80,17 @@ def cost_table(cost: str) -> str:
     return "\n".join(line for line in cost.splitlines() if line.startswith("|")) + "\n"
 
 
+def without_comments(text: str) -> str:
+    """A generated table without the comment line that says which script wrote it."""
+    return "\n".join(line for line in text.splitlines() if not line.startswith("<!--")).strip("\n") + "\n"
+
+
 def blocks() -> dict[str, str]:
     """Each README block's name and the text it must hold."""
     return {"headline": headline(SUMMARY.read_text(encoding="utf-8")),
             "join": join_table(JOIN_SUMMARY.read_text(encoding="utf-8")),
-            "cost": cost_table(MODEL_COST.read_text(encoding="utf-8"))}
+            "cost": cost_table(MODEL_COST.read_text(encoding="utf-8")),
+            "peers": without_comments(PEERS.read_text(encoding="utf-8"))}
 
 
 def _markers(name: str) -> tuple[str, str]:

@@ -14,7 +14,7 @@ import pytest
 
 from tests.conftest import ROOT
 
-README_MAX_LINES = 150
+README_MAX_LINES = 175  # 150 until the peers table (issue 88) joined the join and cost tables
 
 
 def _mkdocs_env() -> dict:

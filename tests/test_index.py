@@ -440,3 +440,29 @@ def test_a_string_index_fits_its_3_grams_once_and_again_after_an_add(monkeypatch
     index.add(["zurich"])
     scores, rows = index.search(["Zürich Ørsted", "zurich"], 1)
     assert fitted == [len(NAMES), len(NAMES) + 1] and index.names[rows[1, 0]] == "zurich" and scores[1, 0] == 1.0
+
+
+@pytest.mark.parametrize("k", [1, 3, 10])
+def test_the_string_index_top_k_is_every_names_top_k_whether_or_not_its_candidates_prove_it(k, monkeypatch):
+    from pearl.index import trigrams
+    from pearl.scores import rank
+
+    rng = random.Random(5)
+    stems = ["san", "santa", "port", "new", "ville", "burg", "ford", "ham", "ton", "field", "mont", "bad"]
+    names = list(dict.fromkeys(" ".join(rng.choice(stems) + rng.choice(stems) for _ in range(rng.randint(1, 3)))
+                               for _ in range(3000)))
+    queries = [n[:i] + n[i + 1:] for n in names[:300] for i in [rng.randrange(len(n))]]
+    queries += ["", "x", "zzzzqqqq", "Ла-Массана", names[5].upper(), names[7] + " " + names[9]]
+    sets = trigrams.NameSets(names)
+    every = np.vstack([block for _, block in sets.blocks(queries)])  # each query against every name
+    want_rows = rank(every, k)
+    scores, rows = sets.top_k(queries, k)
+    assert rows.tolist() == want_rows.tolist()
+    assert np.array_equal(scores, np.take_along_axis(every, want_rows, axis=1))
+    _, _, proven = sets._candidates(queries, k, trigrams._WIDEN * k + trigrams._MARGIN)
+    assert proven.mean() > 0.5
+    # candidates too few to prove most top ks: the queries left over are scored against every name, alike
+    monkeypatch.setattr(trigrams, "_WIDEN", 1)
+    monkeypatch.setattr(trigrams, "_MARGIN", 0)
+    assert not sets._candidates(queries, k, k)[2].all()
+    assert trigrams.NameSets(names).top_k(queries, k)[1].tolist() == want_rows.tolist()

@@ -92,7 +92,7 @@ def out(tmp_path) -> Path:
 
 def test_link_string_finds_the_obvious_names_and_keeps_every_mention(tables, string_index, out):
     stdout = ok(invoke("link", "--index", string_index, "--input", tables / "mentions.csv", "--out",
-                       out / "links.parquet", "--k", "2", "--min-score", "0.3"))
+                       out / "links.parquet", "--k", "2", "--min-score", "0.3", "--string-weight", "0"))
     assert "5 mentions" in stdout
     links = pl.read_parquet(out / "links.parquet")
     assert dict(links.schema) == LINK_SCHEMA
@@ -106,6 +106,30 @@ def test_link_string_finds_the_obvious_names_and_keeps_every_mention(tables, str
     assert links["score"].to_list()[:2] == pytest.approx([8 / 13, 4 / 7])
     assert links["score"].to_list()[2:] == [None, None, 0.0]  # blank: no score; below the cut: its best
     assert sorted(listing(out)) == ["keep.txt", "links.parquet"]
+
+
+def test_link_mixes_string_similarity_into_the_index_scores_and_a_typo_finds_its_name():
+    from rapidfuzz import fuzz, utils
+
+    from pearl.index.encoder import StringEncoder
+    from pearl.linking.link import STRING_SCORER
+
+    index = Index.build(["New York", "York", "Newark", "Paris", "Parish"], encoder=StringEncoder())
+    alone = pearl.link(index, ["Yrok", "Pairs"], k=2, string_weight=0)
+    mixed = pearl.link(index, ["Yrok", "Pairs"], k=2, string_weight=0.5)
+    # a swap leaves "Yrok" no 3-gram of "York" (every name scores 0, the first row comes first); its letters are there
+    assert alone.filter(pl.col("rank") == 1)["name"].to_list() == ["New York", "Paris"]
+    assert mixed.filter(pl.col("rank") == 1)["name"].to_list() == ["York", "Paris"]
+    jaccard = {(mention, name): score for mention, name, score in alone.select("mention", "name", "score").rows()}
+    checked = 0
+    for mention, name, score in mixed.select("mention", "name", "score").rows():
+        string = getattr(fuzz, STRING_SCORER)(utils.default_process(mention), utils.default_process(name)) / 100
+        if (mention, name) in jaccard:
+            assert score == pytest.approx(0.5 * jaccard[mention, name] + 0.5 * string, abs=1e-6)
+            checked += 1
+    assert checked >= 2
+    with pytest.raises(PearlError, match="--string-weight 1.5"):
+        pearl.link(index, ["Pairs"], string_weight=1.5)
 
 
 def test_link_k_beyond_the_index_gives_every_name_best_first(string_index):

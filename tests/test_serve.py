@@ -100,7 +100,9 @@ def test_each_request_keeps_its_own_k_when_requests_share_a_batch(export_index):
 
 def test_a_request_is_searched_at_its_own_k_whatever_its_batch_holds(export_index):
     # an HNSW index searches deeper for a larger k, and ties at the k-th place are ordered among k + 8
-    # found, so one search at the batch's largest k would answer a request by what came beside it
+    # found, so one search at the batch's largest k would answer a request by what came beside it; a link
+    # re-orders the index's RERANKED best with string evidence, so that is the least it searches
+    from pearl.linking.link import RERANKED
     from pearl.serve.app import _link
     from pearl.serve.schemas import LinkRequest
 
@@ -110,7 +112,8 @@ def test_a_request_is_searched_at_its_own_k_whatever_its_batch_holds(export_inde
     alone = _link(index, [LinkRequest(mentions=["Paris", "york"], k=2)])[0]
     beside = _link(index, [LinkRequest(mentions=["Berlin"], k=5), LinkRequest(mentions=["Paris", "york"], k=2),
                            LinkRequest(mentions=["Parma"], k=5)])
-    assert searched == [(["Paris", "york"], 2), (["Paris", "york"], 2), (["Berlin", "Parma"], 5)]
+    depth = max(2, RERANKED), max(5, RERANKED)
+    assert searched == [(["Paris", "york"], depth[0]), (["Paris", "york"], depth[0]), (["Berlin", "Parma"], depth[1])]
     assert [m.model_dump() for m in beside[1]] == [m.model_dump() for m in alone]
     assert [m.mention for m in beside[0] + beside[2]] == ["Berlin", "Parma"]
 

@@ -42,7 +42,7 @@ from pearl.index.encoder import STRING, Encoder, loaded
 from pearl.index.phrase_index import Index
 from pearl.joining.select import SAMPLE, choose
 from pearl.log import get_logger
-from pearl.scores import at_least, check_score
+from pearl.scores import at_least, check_score, with_string_evidence
 from pearl.tables import as_polars, like_input, text_column
 
 log = get_logger("join")
@@ -107,7 +107,7 @@ def best_matches(left: pl.DataFrame, right: pl.DataFrame, left_on: str, right_on
     index = Index.build(left_cells.texts, [str(r) for r in left_cells.rows], encoder=encoder, dedupe=True)
     scores, rows = index.search(right_cells.texts, candidates if string_weight > 0 else 1)
     if string_weight > 0:
-        scores = _hybrid(scores, rows, right_cells.texts, index.names, string_weight)
+        scores = with_string_evidence(scores, rows, right_cells.texts, index.names, string_weight)
     best = np.argmax(scores, axis=1)  # the first of equal scores: the nearer candidate
     left_row = np.full(len(right), -1, dtype=np.int64)
     score = np.full(len(right), np.nan, dtype=np.float32)
@@ -174,23 +174,13 @@ def left_renamed(left_columns: list[str], right_columns: list[str]) -> dict[str,
     return renamed
 
 
-def _hybrid(scores: np.ndarray, rows: np.ndarray, queries: list[str], names: list[str], weight: float) -> np.ndarray:
-    from rapidfuzz import fuzz, process, utils
-
-    pairs_left = [queries[i] for i in range(len(queries)) for _ in range(rows.shape[1])]
-    pairs_right = [names[r] if r >= 0 else "" for r in rows.ravel()]
-    string = process.cpdist(pairs_left, pairs_right, scorer=fuzz.ratio, processor=utils.default_process,
-                            workers=-1).reshape(rows.shape) / 100.0
-    return ((1 - weight) * scores + weight * string).astype(np.float32)
-
-
 def left_neighbour_cut(index: Index, string_weight: float, quantile: float) -> float:
     """The `quantile` of each left name's score with its nearest other left name (same scoring)."""
     if len(index) < 2:
         raise PearlError("one left name leaves nothing to calibrate a cut on: give --threshold")
     scores, rows = index.search_own_names(2)
     if string_weight > 0:
-        scores = _hybrid(scores, rows, index.names, index.names, string_weight)
+        scores = with_string_evidence(scores, rows, index.names, index.names, string_weight)
     other = np.where(rows[:, 0] == np.arange(len(index)), scores[:, 1], scores[:, 0])  # skip the name itself
     return float(np.quantile(other, quantile))
 

@@ -26,7 +26,7 @@ from starlette.responses import Response
 from pearl.errors import PearlError
 from pearl.index.encoder import STRING
 from pearl.index.phrase_index import Index
-from pearl.linking.link import kept_candidates
+from pearl.linking.link import STRING_WEIGHT, kept_candidates, search
 from pearl.lone_surrogates import reject_lone_surrogate
 from pearl.serve.batcher import Backlog, MicroBatcher, QueueFull
 from pearl.serve.errors import error_response
@@ -268,11 +268,12 @@ def _split(values, jobs: Sequence[list[str]]) -> list:
 
 def _link(index: Index, jobs: Sequence[LinkRequest]) -> list[list[LinkedMention]]:
     """One search per k in the batch, so that a request's answer does not depend on the requests beside it:
-    an HNSW index searches deeper for a larger k. Each request keeps its own min_score."""
+    an HNSW index searches deeper for a larger k. Each request keeps its own min_score. Scored as `pearl link`
+    scores by default."""
     found = {}
     for k in sorted({job.k for job in jobs}):
         mentions = _joined([job.mentions for job in jobs if job.k == k])
-        found[k] = index.search(mentions, k)
+        found[k] = search(index, mentions, k, STRING_WEIGHT)
     starts = dict.fromkeys(found, 0)
     results = []
     for job in jobs:

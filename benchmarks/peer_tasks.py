@@ -58,6 +58,14 @@ def join_frame(link: pd.DataFrame) -> pd.DataFrame:
                          "left_row": np.where(link.accepted, link.left_row, -1).astype(np.int64)})
 
 
+def joined(best):
+    """A tool's join: the top-1 left rows its own threshold accepts."""
+    def join(left, right):
+        link, settings = best(left, right)
+        return join_frame(link), settings
+    return join
+
+
 def dedupe_frame(cluster) -> pd.DataFrame:
     cluster = np.asarray(cluster, dtype=np.int64)
     return pd.DataFrame({"row": np.arange(len(cluster), dtype=np.int64), "cluster": cluster})
@@ -110,15 +118,6 @@ def string_grouper_best(left, right):
     link = link_frame(len(right), pairs.left_index, pairs.right_index, pairs.similarity,
                       np.ones(len(pairs), dtype=bool))
     return link, settings
-
-
-def string_grouper_link(left, right):
-    return string_grouper_best(left, right)
-
-
-def string_grouper_join(left, right):
-    link, settings = string_grouper_best(left, right)
-    return join_frame(link), settings
 
 
 def string_grouper_dedupe(right):
@@ -260,11 +259,6 @@ def splink_link(left, right):
     return link, config
 
 
-def splink_join(left, right):
-    link, config = splink_best(left, right)
-    return join_frame(link), config
-
-
 def splink_dedupe(right):
     linker, db, predictions, config = splink_predict("dedupe_only", [right])
     clusters = linker.clustering.cluster_pairwise_predictions_at_threshold(
@@ -321,15 +315,6 @@ def goldenmatch_best(left, right):
     return link, settings
 
 
-def goldenmatch_link(left, right):
-    return goldenmatch_best(left, right)
-
-
-def goldenmatch_join(left, right):
-    link, settings = goldenmatch_best(left, right)
-    return join_frame(link), settings
-
-
 def goldenmatch_dedupe(right):
     import goldenmatch as gm
 
@@ -344,17 +329,17 @@ def goldenmatch_dedupe(right):
 
 TASKS = {
     ("rapidfuzz", "link"): rapidfuzz_link,
-    ("string_grouper", "link"): string_grouper_link,
-    ("string_grouper", "join"): string_grouper_join,
+    ("string_grouper", "link"): string_grouper_best,
+    ("string_grouper", "join"): joined(string_grouper_best),
     ("string_grouper", "dedupe"): string_grouper_dedupe,
     ("polyfuzz", "link"): polyfuzz_link,
     ("polyfuzz", "join"): polyfuzz_join,
     ("polyfuzz", "dedupe"): polyfuzz_dedupe,
     ("splink", "link"): splink_link,
-    ("splink", "join"): splink_join,
+    ("splink", "join"): joined(splink_best),
     ("splink", "dedupe"): splink_dedupe,
-    ("goldenmatch", "link"): goldenmatch_link,
-    ("goldenmatch", "join"): goldenmatch_join,
+    ("goldenmatch", "link"): goldenmatch_best,
+    ("goldenmatch", "join"): joined(goldenmatch_best),
     ("goldenmatch", "dedupe"): goldenmatch_dedupe,
 }
 TOOLS = ("rapidfuzz", "string_grouper", "polyfuzz", "splink", "goldenmatch")
@@ -389,10 +374,8 @@ def main() -> None:
         except Exception as failure:  # noqa: BLE001 - a peer failing on one data set gives nothing there, not a stop
             error = f"{type(failure).__name__}: {failure}".splitlines()[0][:300]
             print(f"peer_tasks: {args.tool} failed on {folder.name}: {error}", file=sys.stderr)
-            out = dedupe_frame(np.arange(len(right))) if args.task == "dedupe" else join_frame(
-                link_frame(len(right), [], [], [], []))
-            if args.task == "link":
-                out = link_frame(len(right), [], [], [], [])
+            nothing = link_frame(len(right), [], [], [], [])
+            out = {"link": nothing, "join": join_frame(nothing), "dedupe": dedupe_frame(np.arange(len(right)))}[args.task]
         seconds = time.perf_counter() - started
         assert len(out) == len(right), (len(out), len(right))
         out.to_parquet(args.out / f"{folder.name}.parquet", index=False)

@@ -114,6 +114,21 @@ def test_a_corrupt_metrics_file_is_one_line_naming_it(tmp_path, system, text):
         report.summarise(tmp_path, ["bird"], [], [])
 
 
+def test_an_empty_tune_suite_makes_a_report_that_says_so(tmp_path, make_params):
+    params = make_params(bench__tune_tasks=[])  # BURT's tune tasks still write metrics/tune, which the report reads
+    _write(tmp_path / "tune", "base", "sick_trial", score=80.0, n=5)
+    tune = [*params.bench.tune_tasks, *params.bench.burt_tune_tasks]
+    summary = report.write_report(tmp_path, [], tune, [], "b", tmp_path / "summary.json", tmp_path / "summary.md")
+    assert summary["tune"]["base"] == {"sick_trial": 80.0}
+    text = (tmp_path / "summary.md").read_text()
+    assert ("### Tune suite (defaults are chosen here), tune suite\n\n"
+            "No task of this table is run: none is in bench.tune_tasks or bench.burt_tune_tasks.\n") in text
+    assert "| SICK-R trial | BURT tune (mean) |" in text
+    with pytest.raises(PearlError, match=r"^params: bench.tune_tasks and bench.burt_tune_tasks are empty: the report "
+                                         r"reads metrics/tune"):  # then no stage writes it
+        make_params(bench__tune_tasks=[], bench__burt_tune_tasks=[])
+
+
 def test_report_reads_only_the_listed_tasks(tmp_path):
     _write(tmp_path / "bench", "base", "bird", score=60.0, n=1)
     _write(tmp_path / "bench", "base", "turney", score=50.0, n=1)

@@ -31,8 +31,10 @@ def test_bad_params_are_one_line_errors_with_exit_code_1():
     result = runner.invoke(app, ["params", "-S", "parse.min_freq"])
     assert result.exit_code == 1 and "expected section.key=value" in result.output
     assert runner.invoke(app, ["params", "-S", "parse.min_freq=3"]).exit_code == 0
-    result = runner.invoke(app, ["params", "-S", "bench.tune_tasks=[]"])  # the report's dep would be missing
-    assert result.exit_code == 1 and result.output.startswith("error: params: bench.tune_tasks is empty: the report ")
+    assert runner.invoke(app, ["params", "-S", "bench.tune_tasks=[]"]).exit_code == 0  # BURT's tune tasks remain
+    result = runner.invoke(app, ["params", "-S", "bench.tune_tasks=[]", "-S", "bench.burt_tune_tasks=[]"])
+    assert result.exit_code == 1 and result.output.startswith(  # the report's dep would be missing
+        "error: params: bench.tune_tasks and bench.burt_tune_tasks are empty: the report ")
 
 
 def test_missing_upstream_artifact_names_the_stage(tmp_path, monkeypatch):

@@ -17,8 +17,8 @@ import hashlib
 import itertools
 import json
 import re
-from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +66,12 @@ class Table:
     recipes: dict[str, str]  # row → recipe_of its params: the runs that count for it
     base: Params  # the default with `fixed` applied: what a sweep varies around
     system: str = "pearl-small"  # what the rows train (pearl.experiments.systems.SYSTEMS)
+    earlier: dict[str, frozenset[str]] = field(default_factory=dict)  # row → its recipe's keys under EARLIER_RECIPES
+
+    def keys(self, row: str) -> frozenset[str]:
+        """The recipe keys a recorded run may hold to count for `row`: today's, and the same recipe's as earlier
+        code keyed it."""
+        return frozenset({self.recipes[row], *self.earlier.get(row, ())})
 
     def runs(self, seeds: tuple[int, ...] | None = None, rows: tuple[str, ...] | None = None) -> list[Run]:
         unknown = sorted(set(rows or []) - set(self.rows))
@@ -78,21 +84,63 @@ class Table:
 # Levers added after runs were recorded, each at the value that trains as the recipe did before it
 # existed: a run's params without the key are read at that value, and the key at that value stays out
 # of the recipe, so that adding a lever, off, keeps every recorded run counting.
-ADDED_OFF: dict[tuple[str, str], Any] = {("model", "pooling"): "mean", ("train", "lr_schedule"): "exponential"}
+# train.cpu_threads: before it, training took torch's default, all cores: the 2 of the machine the runs trained on.
+ADDED_OFF: dict[tuple[str, str], Any] = {("model", "pooling"): "mean", ("train", "lr_schedule"): "exponential",
+                                         ("train", "cpu_threads"): 2}
 # Sections added the same way, off when these keys hold these values: a run without the section is read with
 # today's section at them, and the section, off, stays out of the recipe. BURT's objectives, at weight 0.
 ADDED_OFF_SECTIONS: dict[str, dict[str, Any]] = {"burt": {"nli_weight": 0.0, "pi_weight": 0.0, "ptc_weight": 0.0}}
 
 
+# Sections outside every recipe: the benchmark's and Figure 4's, where the work ran (engine, ray: the same rows), and
+# PEARL-base's, BURT-small's and PEARL-static's (their own stages; a table's runs train PEARL-small or BURT-small)
+OUTSIDE_RECIPES = ("bench", "figure4", "engine", "ray", "pearl_base", "burt_small", "static")
+
+# A run's recipe key is frozen in metrics/experiments.json when it is recorded (its experiment ref does not travel),
+# so a change that moves every key without changing what a row trains would leave every recorded run out of every
+# table. Each function below turns today's recipe (before hashing) of some params into what earlier code hashed for
+# them, for the runs it recorded; newest first.
+def _as_burt_table3_was_keyed(recipe: dict, params: Params) -> dict:
+    """Until 36146aa (BURT's Table 3 recorded): PEARL-static's section, of two keys then, and train.cpu_threads were in
+    every recipe."""
+    static = {"vocabulary": params.static.vocabulary, "pca_dims": params.static.pca_dims}
+    return {**recipe, "static": static, "train": {**recipe["train"], "cpu_threads": params.train.cpu_threads}}
+
+
+_DEBIAN_VERA = {"vendor/debian/usr/share/dictd/vera.dict.dz": "/usr/share/dictd/vera.dict.dz"}
+
+
+def _as_table3_and_figure5_were_keyed(recipe: dict, params: Params) -> dict:
+    """Until 356a4c4 (Tables 3 and 4 and Figure 5 recorded): neither of those, and dict-vera read from Debian's own
+    path, the same file."""
+    vera = recipe["augment"]["vera_path"]
+    return {**recipe, "augment": {**recipe["augment"], "vera_path": _DEBIAN_VERA.get(vera, vera)}}
+
+
+EARLIER_RECIPES: tuple[Callable[[dict, Params], dict], ...] = (_as_burt_table3_was_keyed, _as_table3_and_figure5_were_keyed)
+
+
+def _key(recipe: dict) -> str:
+    return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:12]
+
+
 def recipe_of(params: Params, system: str = "pearl-small") -> str:
     """What a run trains and measures with, the seed aside: its typed params but train.seed, the
-    benchmark's and Figure 4's sections, where the work ran (engine, ray: the same rows), PEARL-base's and
-    BURT-small's sections (their own stages; the tables' runs train PEARL-small) and the `ADDED_OFF` levers and
-    sections at their off value. A run counts for every row of this recipe, whichever table ran it, and for none once the
-    default has moved on. A BURT-small row's recipe is that of the params BURT-small trains with, marked as its."""
+    `OUTSIDE_RECIPES` sections and the `ADDED_OFF` levers and sections at their off value. A run counts for every row
+    of this recipe, whichever table ran it, and for none once the default has moved on. A BURT-small row's recipe is
+    that of the params BURT-small trains with, marked as its."""
+    return _key(_recipe(params, system))
+
+
+def recipe_keys(params: Params, system: str = "pearl-small") -> tuple[str, ...]:
+    """recipe_of's key, then the keys earlier code gave the same recipe (`EARLIER_RECIPES`)."""
+    recipe, trained = _recipe(params, system), SYSTEMS[system].recipe(params)
+    return (_key(recipe), *(_key(earlier(recipe, trained)) for earlier in EARLIER_RECIPES))
+
+
+def _recipe(params: Params, system: str) -> dict:
     params = SYSTEMS[system].recipe(params)
-    recipe = {k: v for k, v in asdict(params).items()
-              if k not in ("bench", "figure4", "engine", "ray", "pearl_base", "burt_small")}
+    recipe = {k: v for k, v in asdict(params).items() if k not in OUTSIDE_RECIPES}
     recipe["train"] = {k: v for k, v in recipe["train"].items() if k != "seed"}
     for (section, key), off in ADDED_OFF.items():
         if recipe[section][key] == off:
@@ -102,7 +150,7 @@ def recipe_of(params: Params, system: str = "pearl-small") -> str:
             del recipe[section]
     if system != "pearl-small":
         recipe["system"] = system
-    return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:12]
+    return recipe
 
 
 def yaml_value(value: Any) -> str:
@@ -173,18 +221,19 @@ def load_table(path: Path, params_path: Path = Path("params.yaml")) -> Table:
         raise PearlError(f"{path}: fixed: {error}") from None
     sweeps = raw.get("sweeps")
     rows = sweep_rows(sweeps, bool(raw.get("grid")), base) if sweeps else raw["rows"]
-    checked, recipes = {}, {}
+    checked, recipes, earlier = {}, {}, {}
     for row, overrides in rows.items():
         if not _ROW.match(str(row)):
             raise PearlError(f"{path}: row name {row!r} may hold only letters, digits, '.', '_' and '-'")
         overrides = {**fixed, **(overrides or {})}
         try:
-            recipes[str(row)] = recipe_of(load_params(params_path, overrides), system)
+            recipes[str(row)], *keys = recipe_keys(load_params(params_path, overrides), system)
         except PearlError as error:
             raise PearlError(f"{path}: row {row}: {error}") from None
-        checked[str(row)] = overrides
+        checked[str(row)], earlier[str(row)] = overrides, frozenset(keys)
     seeds = tuple(int(s) for s in raw.get("seeds") or [base.base.seed])
-    return Table(name, raw.get("title", name), checked, seeds, sweeps, bool(raw.get("grid")), recipes, base, system)
+    return Table(name, raw.get("title", name), checked, seeds, sweeps, bool(raw.get("grid")), recipes, base, system,
+                 earlier)
 
 
 def load_tables(directory: Path = EXPERIMENTS_DIR, params_path: Path = Path("params.yaml")) -> dict[str, Table]:

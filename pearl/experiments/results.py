@@ -81,14 +81,14 @@ def _column(rev: str, lock: dict, params: dict, column: Column, system: System) 
 
 
 def _with_todays_outside_sections(params: dict, default: Params) -> dict:
-    """A run's params with today's `engine`, ray and pearl_base sections, and today's burt_small section and bench
-    keys where it lacks them: none enters a PEARL-small recipe (the same rows on either engine; PEARL-small's stages
-    read no pearl_base or burt_small key), and older runs lack them, or keys added to them since; and each
-    `ADDED_OFF` lever and section the run predates, at its off value."""
+    """A run's params with today's `engine`, ray, pearl_base and static sections, and today's burt_small section and
+    bench keys where it lacks them: none enters a PEARL-small recipe (the same rows on either engine; PEARL-small's
+    stages read no pearl_base, static or burt_small key), and older runs lack them, or keys added to them since; and
+    each `ADDED_OFF` lever and section the run predates, at its off value."""
     if not isinstance(params, dict):
         return params
     params = {"burt_small": asdict(default.burt_small), **params, "engine": default.engine, "ray": asdict(default.ray),
-              "pearl_base": asdict(default.pearl_base)}
+              "pearl_base": asdict(default.pearl_base), "static": asdict(default.static)}
     for (section, key), off in ADDED_OFF.items():
         if isinstance(params.get(section), dict) and key not in params[section]:
             params[section] = {**params[section], key: off}
@@ -141,11 +141,12 @@ def seed_stat(values: list[float]) -> dict:
 def aggregate(runs: list[dict], table: Table) -> dict[str, dict]:
     """Row → column → task or mean → mean ± std over seeds: for each seed and column, the latest
     run, of any table, with the row's recipe that scored that column (a test-only re-run of a
-    seed keeps its earlier tune scores)."""
+    seed keeps its earlier tune scores). A run recorded by earlier code holds the key that code gave the
+    recipe (Table.keys)."""
     latest: dict[tuple[str, int], dict[str, dict[str, float]]] = {}  # (row, seed) → column → scores
     for run in sorted(runs, key=lambda r: r["created"]):
-        for row, recipe in table.recipes.items():
-            if run["recipe"] == recipe:
+        for row in table.rows:
+            if run["recipe"] in table.keys(row):
                 scores = latest.setdefault((row, run["seed"]), {column: {} for column in COLUMNS})
                 scores.update({column: run[column] for column in COLUMNS if run[column]})
     rows = {}

@@ -41,6 +41,7 @@ TABLES = {
              ("BURT-small's settings are chosen here", [*BURT_TUNE_TABLE_TASKS, "burt_tune"])],
 }
 SUITE_DIRS = {"test": "bench", "tune": "tune"}
+SUITE_PARAMS = {"test": "bench.tasks or bench.burt_tasks", "tune": "bench.tune_tasks or bench.burt_tune_tasks"}
 
 
 def _load(metrics_dir: Path, system: str, tasks: list[str]) -> dict[str, dict]:
@@ -145,10 +146,11 @@ def markdown(metrics_root: Path, summary: dict, tasks: list[str], tune_tasks: li
         scores = summary.get(suite, {})
         for title, columns in TABLES[suite]:
             columns = [c for c in columns if c in suite_tasks or c in MEANS]
-            if not any(c in suite_tasks for c in columns):
+            lines += [f"### {title}, {suite} suite", ""]
+            if not any(c in suite_tasks for c in columns):  # an empty bench.tune_tasks, say: the reader sees why
+                lines += [f"No task of this table is run: none is in {SUITE_PARAMS[suite]}.", ""]
                 continue
-            lines += [f"### {title}, {suite} suite", "", "| system | " + " | ".join(TITLES[c] for c in columns) + " |",
-                      "|---" * (len(columns) + 1) + "|"]
+            lines += ["| system | " + " | ".join(TITLES[c] for c in columns) + " |", "|---" * (len(columns) + 1) + "|"]
             for system, system_results in results.items():
                 if any(c in scores.get(system, {}) for c in columns):
                     cells = " | ".join(_cell(system_results, scores[system], c) for c in columns)

@@ -1,7 +1,7 @@
 """pearl's side of benchmarks/peers.py: one encoder, one task, every data set of a folder, in one process
 that the driver times; the peers' side is benchmarks/peer_tasks.py, with the same inputs and outputs.
 
-    python benchmarks/pearl_tasks.py --model string --task join --data DIR --out DIR [--threshold T]
+    python benchmarks/pearl_tasks.py --model string --task join --data DIR --out DIR [--threshold auto|T]
 
 DIR holds one folder per data set with `right.parquet` (and `left.parquet` but for dedupe), one string column
 `name`. The task is run as a user runs pearl's Python API, with each verb's defaults:
@@ -9,7 +9,7 @@ DIR holds one folder per data set with `right.parquet` (and `left.parquet` but f
   its own, so every top-1 is accepted;
 - join: `pearl.join(how="left")`, whose default chooses its join functions and cuts for precision 0.9
   without labels;
-- dedupe: `pearl.cluster(threshold=...)`.
+- dedupe: `pearl.cluster(threshold="auto")`, the cut chosen without labels (or `--threshold`).
 Per data set it writes `<name>.parquet` (link: right_row, left_row, score, accepted; join: right_row,
 left_row; dedupe: row, cluster) and `<name>.json` (its seconds, the model loaded once before the first).
 """
@@ -45,7 +45,7 @@ def join(encoder, left: pl.DataFrame, right: pl.DataFrame) -> pl.DataFrame:
                          pl.when(pl.col("matched")).then(pl.col("left_row")).otherwise(-1).cast(pl.Int64))
 
 
-def dedupe(encoder, right: pl.DataFrame, threshold: float) -> pl.DataFrame:
+def dedupe(encoder, right: pl.DataFrame, threshold: str) -> pl.DataFrame:
     clusters = pearl.cluster(right, "name", threshold=threshold, encoder=encoder)
     return pl.DataFrame({"row": np.arange(len(right), dtype=np.int64), "cluster": clusters["cluster"]})
 
@@ -56,10 +56,8 @@ def main() -> None:
     parser.add_argument("--task", choices=("link", "join", "dedupe"), required=True)
     parser.add_argument("--data", type=Path, required=True)
     parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--threshold", type=float, help="dedupe: `pearl cluster --threshold`")
+    parser.add_argument("--threshold", default="auto", help="dedupe: `pearl cluster --threshold` (default auto)")
     args = parser.parse_args()
-    if args.task == "dedupe" and args.threshold is None:
-        parser.error("--task dedupe needs --threshold")
     started = time.perf_counter()
     encoder = loaded(args.model)
     load_seconds = time.perf_counter() - started

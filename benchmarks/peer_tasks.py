@@ -213,11 +213,18 @@ def splink_predict(link_type: str, tables: list):
     # rule, so a rule on substr(name, ...) would leave `name` untrained.
     frames = [db.register(splink_frame(t), dataset_display_name=label)
               for t, label in zip(tables, ["names_l", "names_r"])]
+    # The exact-name rule estimates the prior only where some pair shares a name; where none does (other
+    # scripts, say), it divides by zero, and the prior is Splink's meaning of it for a right row that has one
+    # match on the left: 1 / left rows (dedupe: 1 / rows).
+    cleaned = [set(splink_frame(t)["name"]) for t in tables]
+    exact = bool(cleaned[0] & cleaned[1]) if len(tables) > 1 else len(cleaned[0]) < len(tables[0])
+    prior = {} if exact else {"probability_two_random_records_match": 1 / len(tables[0])}
     settings = SettingsCreator(link_type=link_type, comparisons=[cl.NameComparison("name")],
-                               blocking_rules_to_generate_predictions=[block_on(*k) for k in SPLINK_KEYS])
+                               blocking_rules_to_generate_predictions=[block_on(*k) for k in SPLINK_KEYS], **prior)
     linker = Linker(frames if len(frames) > 1 else frames[0], settings)
-    linker.training.estimate_probability_two_random_records_match([block_on("name")],
-                                                                  recall=SPLINK_RECALL)
+    if exact:
+        linker.training.estimate_probability_two_random_records_match([block_on("name")],
+                                                                      recall=SPLINK_RECALL)
     linker.training.estimate_u_using_random_sampling(max_pairs=1e7)
     for keys in SPLINK_EM_KEYS:  # EM once per training rule, as the tutorials do
         linker.training.estimate_parameters_using_expectation_maximisation(block_on(*keys))
@@ -232,7 +239,8 @@ def splink_predict(link_type: str, tables: list):
               "input": "lower(trim(name)); name_first3, name_last3, name_len3 = length // 3 as columns",
               "blocking_rules_to_generate_predictions": [" and ".join(k) for k in SPLINK_KEYS],
               "probability_two_random_records_match":
-                  f"estimated from block_on('name'), recall={SPLINK_RECALL}",
+                  f"estimated from block_on('name'), recall={SPLINK_RECALL}" if exact
+                  else f"1 / {len(tables[0])} rows: no two names are equal, so block_on('name') finds no pair",
               "u": "estimate_u_using_random_sampling(max_pairs=1e7)",
               "m": [f"EM blocked on {' and '.join(k)}" for k in SPLINK_EM_KEYS], "m_trained": m,
               "predict": "threshold_match_weight=-10", "predict_chunks": chunking or None,

@@ -69,8 +69,6 @@ TOOLS = {
     "polyfuzz": ("peer", "polyfuzz"),
 }
 TASKS = ("join", "link", "dedupe")
-# `pearl cluster --threshold` per encoder, as benchmarks/verbs_scale.py runs it
-DEDUPE_THRESHOLDS = {"string": 0.6, "models/pearl": 0.8, "models/pearl-static": 0.9}
 
 
 @dataclass
@@ -169,9 +167,8 @@ def run_child(command: list[str], timeout: float) -> dict:
 def child_command(tool: str, task: str, data: Path, out: Path) -> list[str]:
     side, what = TOOLS[tool]
     if side == "pearl":
-        extra = ["--threshold", str(DEDUPE_THRESHOLDS[what])] if task == "dedupe" else []
         return [sys.executable, str(HERE / "pearl_tasks.py"), "--model", what, "--task", task, "--data", str(data),
-                "--out", str(out), *extra]
+                "--out", str(out)]
     return [str(PEERS_PYTHON), str(HERE / "peer_tasks.py"), "--tool", what, "--task", task, "--data", str(data),
             "--out", str(out)]
 

@@ -525,8 +525,9 @@ def cluster(
     out: OutOption,
     model: ModelOption = "models/pearl",
     k: Annotated[int | None, typer.Option("--k", help="this many clusters (KMeans)")] = None,
-    threshold: Annotated[float | None, typer.Option(
-        help="merge while the mean cosine similarity is at least this (average-linkage agglomerative)")] = None,
+    threshold: Annotated[str | None, typer.Option(
+        help="merge while the mean cosine similarity is at least this (average-linkage agglomerative); auto: "
+             "a cut chosen from the names' own neighbours, without labels (the log states it)")] = None,
     seed: int = 0,
     engine: EngineOption = "local",
     ray_address: RayAddressOption = None,

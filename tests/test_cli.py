@@ -138,6 +138,7 @@ def _verb_commands(folder, model, index) -> dict[str, list[str]]:
     ("bench", ["--tasks", "turney,turnip"], "--tasks: unknown task 'turnip'"),
     ("cluster", ["--threshold", "7"], "--threshold 7.0: a cosine score lies in [-1, 1]"),
     ("cluster", ["--k", "0"], "--k 0: between 1 and the 2 distinct names"),
+    ("cluster", ["--threshold", "banana"], "--threshold 'banana': give a cosine similarity in [-1, 1], or auto"),
     ("cluster", [], "give exactly one of --k"),
     ("join", ["--engine", "spark"], "--engine 'spark': local or ray"),
     ("cluster", ["--engine", "ray", "--model", "string", "--threshold", "0.5"],

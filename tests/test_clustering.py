@@ -111,3 +111,40 @@ def test_string_clusters_are_scikit_learns_average_linkage_over_all_pairs():
                                              distance_threshold=1 - threshold + 1e-6).fit_predict(distances)
         assert _partition(labels) == _partition(every_pair)
         assert max(map(len, _partition(labels))) >= 3
+
+
+
+TWINS = [("springfield", "springfeld"), ("riverside", "riversyde"), ("oakland", "oaklande"), ("greenville", "grenville"),
+         ("madison", "maddison")]
+
+
+def _twins_and(others: list[str]) -> list[str]:
+    return [name for pair in TWINS for name in pair] + others
+
+
+def test_auto_joins_the_twins_and_keeps_a_table_of_unrelated_names_apart():
+    rng = np.random.default_rng(0)
+    others = list(dict.fromkeys("".join(rng.choice(list("abcdefghijklmnop"), 8)) for _ in range(400)))
+    labels, _ = clustering.cluster_labels(_twins_and(others), StringEncoder(), None, "auto")
+    assert _partition(labels) == sorted([(2 * i, 2 * i + 1) for i in range(len(TWINS))]
+                                        + [(2 * len(TWINS) + i,) for i in range(len(others))])
+
+
+def test_auto_groups_nothing_where_a_crowd_makes_every_pair_a_coin_toss(caplog):
+    """Ten numbered branches of one firm are each other's nearest names at one score: any of them could be
+    another's twin, so no cut is estimated precise, and only names that score 1 are grouped."""
+    crowd = [f"acme branch {i}" for i in range(10)]
+    with caplog.at_level(logging.INFO, logger="pearl.cluster"):
+        labels, _ = clustering.cluster_labels(_twins_and(crowd), StringEncoder(), None, "auto")
+    assert "--threshold auto: no cut reaches the target 0.9" in caplog.text
+    assert len(set(labels.tolist())) == 2 * len(TWINS) + len(crowd)
+
+
+@pytest.mark.parametrize("threshold, message", [
+    ("banana", "--threshold 'banana': give a cosine similarity in [-1, 1], or auto"),
+    ("1.5", "--threshold 1.5: a cosine score lies in [-1, 1]")])
+def test_a_threshold_that_is_neither_a_score_nor_auto_is_refused(threshold, message):
+    import re
+
+    with pytest.raises(PearlError, match=f"^{re.escape(message)}$"):
+        clustering.cluster_labels(["a b", "a c"], StringEncoder(), None, threshold)

@@ -2,6 +2,7 @@
 tables with known answers; the issue's bad inputs, each a one-line error that leaves nothing behind."""
 
 import json
+import logging
 import shutil
 import subprocess
 import sys
@@ -388,6 +389,19 @@ def test_cluster_by_k_with_a_tiny_model(tiny_encoder, tmp_path, out):
     api = pearl.cluster(pd.DataFrame({"text": names}), "text", str(tiny_encoder), k=3)
     assert isinstance(api, pd.DataFrame)
     assert api["cluster"].tolist()[:4] == cluster[:4] and api["cluster"].isna().tolist()[4]
+
+
+def test_cluster_auto_threshold_with_a_tiny_model(tiny_encoder, tmp_path, out, caplog):
+    """The vectors' path of `--threshold auto`: its cut is logged, and names the tiny model gives one vector (case
+    variants) share a cluster, as at any cut."""
+    names = ["paris", "PARIS", "tokyo", "Paris", "berlin", "lima"]
+    (tmp_path / "names.txt").write_text("\n".join(names) + "\n")
+    with caplog.at_level(logging.INFO, logger="pearl.cluster"):
+        ok(invoke("cluster", tmp_path / "names.txt", "--column", "text", "--model", tiny_encoder, "--threshold", "auto",
+                  "--out", out / "clusters.csv"))
+    assert "--threshold auto: " in caplog.text
+    cluster = pl.read_csv(out / "clusters.csv")["cluster"].to_list()
+    assert cluster[0] == cluster[1] == cluster[3]
 
 
 def test_cluster_survives_kmeans_leaving_a_cluster_empty(monkeypatch):

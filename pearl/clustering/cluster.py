@@ -15,6 +15,16 @@ names is first cut into pieces of at most MAX_COMPONENT by size-constrained sing
 of its maximum spanning tree (scipy) join names strongest first while the two sides together fit. Each
 piece is then clustered apart, so that a cluster cannot span two pieces (the log says when this happens).
 
+`--threshold auto` chooses the cut without labels, in the manner of the join's estimate (pearl.joining.select)
+read on the table against itself: a pair kept at a cut is counted right with probability 1 / (the names
+that the cut keeps with the name it joins), as any of them could be its twin instead. The cut is the lowest
+of AUTO_CUTS candidates (quantiles of the nearest-neighbour scores) at which the pairs it keeps average
+AUTO_PRECISION; with none, only names that score 1 are grouped. AutoFJ counts the names within twice the
+distance, a bound for a reference table without duplicates; within the distance itself chose the better cut
+on both design sets, for `string` and PEARL-small (docs/measurements.md#dedupe-threshold-auto). The count is
+of a name's NEIGHBOURS nearest names, and it reads the table's own crowding: on a handful of unrelated names,
+two strangers are each other's only near name, and `auto` can join them; give a number there.
+
 Identical strings are embedded once and always share a cluster. Output: the input table with
 `cluster` (numbered by first appearance, so the ids are stable), `representative` (the member
 nearest its cluster's mean vector; for `string`, the highest mean Jaccard to the others) and
@@ -33,7 +43,7 @@ from pearl.index import trigrams
 from pearl.index.encoder import STRING, Encoder, loaded
 from pearl.index.phrase_index import Index
 from pearl.log import get_logger
-from pearl.scores import TIE_TOLERANCE, check_score
+from pearl.scores import TIE_TOLERANCE, at_least, check_score
 from pearl.tables import as_polars, like_input, text_column
 
 log = get_logger("cluster")
@@ -43,20 +53,41 @@ NEIGHBOURS = 50
 # an edge a hair below the cut joins a component, where the exact distances decide: a cosine that faiss and
 # scipy compute apart can differ in its last bits
 EDGE_MARGIN = 1e-4
+AUTO = "auto"
+AUTO_PRECISION = 0.9  # the join's default target
+AUTO_CUTS = 50
+AUTO_RADIUS = 1.0  # a pair's rivals lie within this many times its distance (AutoFJ's bound: 2)
+AUTO_PATIENCE = 0.05  # the join's: lower cuts are not tried once the estimate falls this far below the target
 
 
-def cluster_labels(texts: list[str], encoder: Encoder | str | Callable[[], Encoder], k: int | None, threshold: float | None,
-                   seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def cluster_labels(texts: list[str], encoder: Encoder | str | Callable[[], Encoder], k: int | None,
+                   threshold: float | str | None, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """(label of each text, representative text index of each label), for distinct `texts`. `encoder`
-    may be a model to load (its name, or a loader): it loads once the flags pass their checks."""
+    may be a model to load (its name, or a loader): it loads once the flags pass their checks. `threshold`
+    may be AUTO (the module's doc)."""
     from sklearn.cluster import KMeans
 
     if (k is None) == (threshold is None):
-        raise PearlError("give exactly one of --k (a number of clusters) or --threshold (a cosine similarity)")
-    check_score(threshold, "--threshold")
+        raise PearlError("give exactly one of --k (a number of clusters) or --threshold (a cosine similarity, or auto)")
+    threshold = parsed_threshold(threshold)
     if k is not None and not 1 <= k <= len(texts):
         raise PearlError(f"--k {k}: between 1 and the {len(texts)} distinct names")
     encoder = loaded(encoder)
+    if threshold == AUTO:
+        if len(texts) == 1:
+            return np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64)
+        index = Index.build(texts, encoder=encoder)
+        neighbours = index.search_own_names(NEIGHBOURS + 1)
+        threshold, estimate = auto_threshold(*neighbours)
+        if threshold is None:
+            log.info("--threshold auto: no cut reaches the target %g (at best %.3f): only names that score 1 with "
+                     "each other are grouped", AUTO_PRECISION, estimate)
+            threshold = 1.0
+        else:
+            log.info("--threshold auto: %.4f (estimate %.3f, target %g)", threshold, estimate, AUTO_PRECISION)
+        if encoder.kind == STRING:
+            return _threshold_clusters(texts, None, threshold)
+        return _threshold_clusters(texts, index, threshold, neighbours)
     if threshold is not None and threshold <= _lowest_score(encoder.kind) and len(texts) > MAX_COMPONENT:
         raise PearlError(f"--threshold {threshold} puts all {len(texts)} names in one cluster, as every pair scores at "
                          "least that: give a higher --threshold")
@@ -77,13 +108,52 @@ def cluster_labels(texts: list[str], encoder: Encoder | str | Callable[[], Encod
     return labels, _representatives(labels, lambda members: vectors[members] @ vectors[members].mean(axis=0))
 
 
-def _threshold_clusters(texts: list[str], index: Index | None, threshold: float) -> tuple[np.ndarray, np.ndarray]:
-    """Average linkage at `threshold` within each connected component of the neighbour graph (the module's doc)."""
+def parsed_threshold(threshold: float | str | None) -> float | str | None:
+    """`--threshold` as a number or AUTO, checked."""
+    if threshold is None or threshold == AUTO:
+        return threshold
+    try:
+        value = float(threshold)
+    except ValueError:
+        raise PearlError(f"--threshold {threshold!r}: give a cosine similarity in [-1, 1], or auto") from None
+    check_score(value, "--threshold")
+    return value
+
+
+def auto_threshold(scores: np.ndarray, found: np.ndarray, radius: float = AUTO_RADIUS) -> tuple[float | None, float]:
+    """The lowest cut at which each name's pairs with its nearer names are estimated AUTO_PRECISION precise
+    (the module's doc), and that estimate, from each name's nearest names (`search_own_names`: scores and rows,
+    best first, the name itself among them). With no cut that precise: None, and the highest estimate."""
+    own = found == np.arange(len(found))[:, None]
+    neighbour = np.where(own | (found < 0), -np.inf, scores).astype(np.float64)
+    columns = np.where(own | (found < 0), 0, found)
+    nearest = neighbour.max(axis=1)
+    if not np.isfinite(nearest).any():  # no name has another near it
+        return None, 0.0
+    cuts = np.unique(np.quantile(nearest[np.isfinite(nearest)], np.linspace(0, 1, AUTO_CUTS)))[::-1]
+    estimates = []
+    for cut in cuts:  # highest first; the estimate falls with the cut, though not strictly
+        kept = at_least(neighbour, cut)
+        within = at_least(neighbour, 1 - radius * (1 - cut)).sum(axis=1)  # the pair's own name among them
+        estimates.append(float((1.0 / np.maximum(within[columns[kept]], 1)).mean()))
+        if estimates[-1] < AUTO_PRECISION - AUTO_PATIENCE:
+            break
+    estimates = np.array(estimates)
+    reached = np.flatnonzero(estimates >= AUTO_PRECISION - TIE_TOLERANCE)
+    if not len(reached):
+        return None, float(estimates.max())
+    return float(cuts[reached[-1]]), float(estimates[reached[-1]])
+
+
+def _threshold_clusters(texts: list[str], index: Index | None, threshold: float,
+                        neighbours: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Average linkage at `threshold` within each connected component of the neighbour graph (the module's doc);
+    `neighbours`: the index's `search_own_names(NEIGHBOURS + 1)`, where it was searched already."""
     from scipy.sparse import coo_matrix
     from scipy.sparse.csgraph import connected_components
     from scipy.spatial.distance import pdist
 
-    rows, columns, scores, crowded = _close_pairs(texts, index, threshold)
+    rows, columns, scores, crowded = _close_pairs(texts, index, threshold, neighbours)
     vectors = None if index is None else index.vectors
     if crowded:
         log.info("%d names have more than %d neighbours at or above %g: pairs beyond them may be missing",
@@ -151,8 +221,8 @@ def _lowest_score(kind: str) -> float:
     return 0.0 if kind == STRING else -1.0  # Jaccard, cosine
 
 
-def _close_pairs(texts: list[str], index: Index | None,
-                 threshold: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+def _close_pairs(texts: list[str], index: Index | None, threshold: float,
+                 neighbours: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """The neighbour graph's edges (rows, columns, scores), and how many names had NEIGHBOURS neighbours that
     close."""
     if threshold <= _lowest_score(STRING if index is None else index.encoder.kind):  # every pair: one group
@@ -160,7 +230,7 @@ def _close_pairs(texts: list[str], index: Index | None,
         return np.zeros_like(others), others, np.ones(len(others), dtype=np.float32), 0
     if index is None:
         return trigrams.NameSets(texts).close_pairs(threshold - EDGE_MARGIN, NEIGHBOURS)
-    scores, found = index.search_own_names(NEIGHBOURS + 1)
+    scores, found = neighbours or index.search_own_names(NEIGHBOURS + 1)
     close = (scores >= threshold - EDGE_MARGIN) & (found != np.arange(len(texts))[:, None]) & (found >= 0)
     return np.nonzero(close)[0], found[close], scores[close], int((close.sum(axis=1) >= NEIGHBOURS).sum())
 
@@ -221,7 +291,7 @@ def _representatives(labels: np.ndarray, centrality) -> np.ndarray:
     return chosen
 
 
-def cluster(table, column: str, model: str = "models/pearl", k: int | None = None, threshold: float | None = None,
+def cluster(table, column: str, model: str = "models/pearl", k: int | None = None, threshold: float | str | None = None,
             seed: int = 0, *, encoder: Encoder | Callable[[], Encoder] | None = None):
     """Add `cluster`, `representative` and `cluster_size` to a polars or pandas DataFrame."""
     df = as_polars(table)

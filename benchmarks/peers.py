@@ -256,7 +256,7 @@ def markdown(rows: list[dict], meta: dict) -> str:
     for set_name in sets:
         notes: set[str] = set()
         by = {(r["tool"], r["task"]): r for r in rows if r["set"] == set_name}
-        tools = list(dict.fromkeys(r["tool"] for r in rows if r["set"] == set_name))
+        tools = _in_order(r["tool"] for r in rows if r["set"] == set_name)
         lines += [f"**{set_name}**", "",
                   "| tool | join P | join R | join s | link top-1 | link P / R at its cut | link R at P 0.9 (oracle) "
                   "| link s | dedupe P / R | dedupe F1 | dedupe s | peak GB join / link / dedupe |",
@@ -276,6 +276,11 @@ def markdown(rows: list[dict], meta: dict) -> str:
             notes.add("A blank cell: not run")
         lines += [""] + [f"- {note}." for note in sorted(notes)] + ([""] if notes else [])
     return "\n".join(lines)
+
+
+def _in_order(tools) -> list[str]:
+    """The tools in TOOLS' order (pearl's first), whichever run measured them first."""
+    return sorted(set(tools), key=list(TOOLS).index)
 
 
 def _seconds(row: dict | None) -> str:
@@ -304,7 +309,7 @@ def summary(rows: list[dict], meta: dict) -> str:
     lines = [f"<!-- written by `python benchmarks/peers.py`; {meta['date']}, {meta['cpu']}, {meta['cores']} cores -->",
              "", "| tool | " + " | ".join(f"{s.split(',')[0]}: join P / R | link top-1 | dedupe F1" for s in sets) + " |",
              "|---|" + "---|---:|---:|" * len(sets)]
-    for tool in dict.fromkeys(r["tool"] for r in rows):
+    for tool in _in_order(r["tool"] for r in rows):
         cells = []
         for set_name in sets:
             j, k, d = (by.get((set_name, tool, task)) for task in TASKS)

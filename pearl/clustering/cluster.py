@@ -73,9 +73,9 @@ def cluster_labels(texts: list[str], encoder: Encoder | str | Callable[[], Encod
     if k is not None and not 1 <= k <= len(texts):
         raise PearlError(f"--k {k}: between 1 and the {len(texts)} distinct names")
     encoder = loaded(encoder)
+    if len(texts) == 1:
+        return np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64)
     if threshold == AUTO:
-        if len(texts) == 1:
-            return np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64)
         index = Index.build(texts, encoder=encoder)
         neighbours = index.search_own_names(NEIGHBOURS + 1)
         threshold, estimate = auto_threshold(*neighbours)
@@ -91,8 +91,6 @@ def cluster_labels(texts: list[str], encoder: Encoder | str | Callable[[], Encod
     if threshold is not None and threshold <= _lowest_score(encoder.kind) and len(texts) > MAX_COMPONENT:
         raise PearlError(f"--threshold {threshold} puts all {len(texts)} names in one cluster, as every pair scores at "
                          "least that: give a higher --threshold")
-    if len(texts) == 1:
-        return np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64)
     if encoder.kind == STRING:
         if k is not None:
             raise PearlError("--k clusters vectors, and `string` has none: use --threshold, or an embedding model")

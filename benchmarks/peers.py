@@ -21,6 +21,8 @@ Data sets:
   Dedupe: the right names, grouped by the left name each came from.
 - aliases: benchmarks/alias_set.py's towns of 5,000 to 15,000 inhabitants, their other names (other scripts,
   languages, transliterations) linked to their names. Dedupe: names and other names together, grouped by town.
+  aliases-design: the same of towns of 1,000 to 5,000, where levers for aliases are chosen (not in the table's
+  default run).
 - autofj: the 50 AutoFJ datasets (the right titles that have a match, as benchmarks/join_autofj.py scores).
   Means over the datasets; dedupe: left and right titles together, grouped by the left title they are.
 
@@ -99,13 +101,14 @@ def generated(size: int, seed: int) -> list[Dataset]:
                     true_cities, texts, np.asarray(source))]
 
 
-def aliases() -> list[Dataset]:
-    from alias_set import load_alias_set
+def aliases(design: bool = False) -> list[Dataset]:
+    from alias_set import DESIGN, load_alias_set
 
-    towns = load_alias_set()
-    print(f"aliases: {len(towns.towns):,} towns, {len(towns.aliases):,} other names; left out: {towns.left_out}",
+    towns = load_alias_set(*DESIGN) if design else load_alias_set()
+    name = "aliases-design" if design else "aliases"
+    print(f"{name}: {len(towns.towns):,} towns, {len(towns.aliases):,} other names; left out: {towns.left_out}",
           flush=True)
-    return [Dataset("aliases", towns.towns, towns.aliases, [frozenset([i]) for i in range(len(towns.towns))],
+    return [Dataset(name, towns.towns, towns.aliases, [frozenset([i]) for i in range(len(towns.towns))],
                     [frozenset([t]) for t in towns.town_of], towns.towns + towns.aliases,
                     np.asarray(list(range(len(towns.towns))) + towns.town_of))]
 
@@ -331,7 +334,8 @@ def machine() -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sets", default="generated,aliases,autofj", help="comma-separated: generated, aliases, autofj")
+    parser.add_argument("--sets", default="generated,aliases,autofj",
+                        help="comma-separated: generated, aliases, autofj, aliases-design")
     parser.add_argument("--sizes", default="100000", help="the generated set's right rows, comma-separated")
     parser.add_argument("--seed", type=int, default=1, help="the generated set's seed (0: the design seed)")
     parser.add_argument("--tools", default=",".join(TOOLS))
@@ -353,10 +357,10 @@ def main() -> None:
     else:
         tools, tasks, sets = args.tools.split(","), args.tasks.split(","), args.sets.split(",")
         unknown = [t for t in tools if t not in TOOLS] + [t for t in tasks if t not in TASKS] + [
-            s for s in sets if s not in ("generated", "aliases", "autofj")]
+            s for s in sets if s not in ("generated", "aliases", "autofj", "aliases-design")]
         if unknown:
             raise SystemExit(f"peers.py: unknown tool, task or set {unknown[0]!r}: tools {', '.join(TOOLS)}; "
-                             f"tasks {', '.join(TASKS)}; sets generated, aliases, autofj")
+                             f"tasks {', '.join(TASKS)}; sets generated, aliases, autofj, aliases-design")
         untrained = [TOOLS[t][1] for t in tools if TOOLS[t][1].startswith("models/") and not (ROOT / TOOLS[t][1]).is_dir()]
         if untrained:
             raise SystemExit(f"peers.py: {untrained[0]} is missing: `dvc repro` trains it, or leave it out of --tools")
@@ -369,8 +373,8 @@ def main() -> None:
             if set_name == "generated":
                 for size in (int(s) for s in args.sizes.split(",")):
                     rows += run_set(f"generated, {size:,} right", generated(size, args.seed), tools, tasks, args.timeout)
-            elif set_name == "aliases":
-                rows += run_set("aliases", aliases(), tools, tasks, args.timeout)
+            elif set_name in ("aliases", "aliases-design"):
+                rows += run_set(set_name, aliases(design=set_name == "aliases-design"), tools, tasks, args.timeout)
             else:
                 datasets = autofj(args.autofj_first)
                 rows += run_set(f"AutoFJ, {len(datasets)} datasets (means)", datasets, tools, tasks, args.timeout)

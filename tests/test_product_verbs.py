@@ -133,6 +133,25 @@ def test_link_mixes_string_similarity_into_the_index_scores_and_a_typo_finds_its
         pearl.link(index, ["Pairs"], string_weight=1.5)
 
 
+def test_string_evidence_reads_other_scripts_in_latin_letters_and_keeps_latin_ones_as_written():
+    from pearl.clustering.cluster import cluster_labels
+    from pearl.joining.select import Signals
+    from pearl.latin import latin
+
+    assert latin("Цофинген") == "Tsofingen" and latin("Königsee") == "Königsee" and latin("New York") == "New York"
+    towns = ["Zofingen", "Ruhpolding", "Sanhuikou", "North Smithfield", "Königsee", "Konigsee"]
+    index = Index.build(towns, encoder=StringEncoder())
+    mentions = ["Цофинген", "三汇口", "Норт-Смітфілд", "Königsee"]
+    linked = pearl.link(index, mentions, k=1)
+    assert linked["name"].to_list() == ["Zofingen", "Sanhuikou", "North Smithfield", "Königsee"]
+    assert linked["mention"].to_list() == mentions  # the output keeps each name as written
+    # the join's signals of each mention (rows 6…) and its town
+    signals = Signals(towns, mentions, None).of_pairs(np.array([6, 7, 8]), np.array([0, 2, 3]))
+    assert (signals["char3"] > 0.3).all() and (signals["ratio"] > 0.75).all()  # as written: 0 and 0
+    labels, _ = cluster_labels(["Zofingen", "Цофинген", "Ruhpolding"], StringEncoder(), None, 0.4)
+    assert labels[0] == labels[1] != labels[2]
+
+
 def test_link_k_beyond_the_index_gives_every_name_best_first(string_index):
     index = Index.load(string_index)
     links = pearl.link(index, ["paris", "  ", "berlin"], k=10)
@@ -166,6 +185,22 @@ def test_link_with_a_tiny_model_is_deterministic_and_takes_pandas(tiny_text_enco
     assert np.allclose(best["score"], 1.0, atol=1e-5)
     assert first[first["mention_row"] == 2][["matched"]].values.tolist() == [[False]]
 
+
+
+def test_a_model_link_pools_the_nearest_names_by_vector_and_by_3_grams_each_scored_by_its_cosine(tiny_text_encoder):
+    from pearl.linking.link import pooled
+
+    names = [f"{a} {b}" for a in ("north", "south", "port", "lake", "saint") for b in ("field", "ville", "haven", "mont")]
+    index = Index.build(names, encoder=tiny_text_encoder)
+    mentions = ["Норт-филд", "port haven", "sant mont"]
+    scores, rows = pooled(index, mentions, 3)
+    by_vector, by_string = index.search(mentions, 3)[1], index.search_strings(mentions, 3)[1]
+    for i in range(len(mentions)):
+        found = rows[i][rows[i] >= 0]
+        assert sorted(found) == sorted(set(by_vector[i]) | set(by_string[i])) and len(found) == len(set(found))
+        own = tiny_text_encoder.encode([mentions[i]])[0] @ index.vectors[found].T
+        assert np.allclose(scores[i][rows[i] >= 0], own, atol=1e-5) and (scores[i][rows[i] < 0] == -np.inf).all()
+    assert names.index("north field") in by_string[0]  # its letters find it, whatever the vectors do
 
 
 def test_link_in_chunks_writes_what_one_pass_gives_and_nothing_when_a_chunk_fails(string_index, out):

@@ -108,7 +108,7 @@ def test_a_request_is_searched_at_its_own_k_whatever_its_batch_holds(export_inde
 
     index = Index.load(export_index)
     searched, search = [], index.search
-    index.search = lambda queries, k: (searched.append((queries, k)), search(queries, k))[1]
+    index.search = lambda queries, k, vectors=None: (searched.append((queries, k)), search(queries, k, vectors))[1]
     alone = _link(index, [LinkRequest(mentions=["Paris", "york"], k=2)])[0]
     beside = _link(index, [LinkRequest(mentions=["Berlin"], k=5), LinkRequest(mentions=["Paris", "york"], k=2),
                            LinkRequest(mentions=["Parma"], k=5)])

@@ -42,6 +42,7 @@ from pearl.errors import PearlError
 from pearl.index import trigrams
 from pearl.index.encoder import STRING, Encoder, loaded
 from pearl.index.phrase_index import Index
+from pearl.latin import latin_all
 from pearl.log import get_logger
 from pearl.scores import TIE_TOLERANCE, at_least, check_score
 from pearl.tables import as_polars, like_input, text_column
@@ -86,7 +87,7 @@ def cluster_labels(texts: list[str], encoder: Encoder | str | Callable[[], Encod
         else:
             log.info("--threshold auto: %.4f (estimate %.3f, target %g)", threshold, estimate, AUTO_PRECISION)
         if encoder.kind == STRING:
-            return _threshold_clusters(texts, None, threshold)
+            return _threshold_clusters(latin_all(texts), None, threshold)
         return _threshold_clusters(texts, index, threshold, neighbours)
     if threshold is not None and threshold <= _lowest_score(encoder.kind) and len(texts) > MAX_COMPONENT:
         raise PearlError(f"--threshold {threshold} puts all {len(texts)} names in one cluster, as every pair scores at "
@@ -94,7 +95,7 @@ def cluster_labels(texts: list[str], encoder: Encoder | str | Callable[[], Encod
     if encoder.kind == STRING:
         if k is not None:
             raise PearlError("--k clusters vectors, and `string` has none: use --threshold, or an embedding model")
-        return _threshold_clusters(texts, None, threshold)
+        return _threshold_clusters(latin_all(texts), None, threshold)
     if threshold is not None:
         index = Index.build(texts, encoder=encoder)  # the neighbour graph's search, and the vectors
         return _threshold_clusters(texts, index, threshold)

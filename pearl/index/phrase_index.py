@@ -29,6 +29,7 @@ from pearl.errors import PearlError
 from pearl.index import trigrams
 from pearl.index.encoder import STRING, Encoder, ModelCard, load_encoder
 from pearl.index.vector_search import SEARCH_ROWS, VectorSearch, VectorSearchActor, search_on_ray
+from pearl.latin import latin_all
 from pearl.log import get_logger
 from pearl.scores import rank
 from pearl.tables import as_polars, check_output_folder, require_column, text_column
@@ -88,6 +89,7 @@ class Index:
         self.settings = settings
         self._faiss = faiss_index
         self._name_sets: trigrams.NameSets | None = None  # `string`'s 3-gram sets, fitted at the first search
+        self._latin_names: list[str] | None = None
         self._actors = None  # with the encoder on Ray: the actors that search, each holding the faiss index
         self.stats = stats or {"rows_read": 0, "blank_skipped": 0, "truncated": 0}
 
@@ -158,7 +160,7 @@ class Index:
             self.vectors = new if self.vectors is None else np.vstack([self.vectors, new])
         self.ids += ids
         self.names += names
-        self._name_sets = None
+        self._name_sets = self._latin_names = None
         self._update_faiss(len(names))
         return len(names)
 
@@ -206,9 +208,24 @@ class Index:
     def __len__(self) -> int:
         return len(self.names)
 
-    def search(self, queries: list[str], k: int) -> tuple[np.ndarray, np.ndarray]:
-        """(scores, rows), each (len(queries), min(k, len(self))), best first; ties by row."""
-        return self._search(queries, k, None)
+    @property
+    def latin_names(self) -> list[str]:
+        """The names as the string evidence reads them (pearl.latin)."""
+        if self._latin_names is None:
+            self._latin_names = latin_all(self.names)
+        return self._latin_names
+
+    def search(self, queries: list[str], k: int, vectors: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(scores, rows), each (len(queries), min(k, len(self))), best first; ties by row. `vectors`: the queries'
+        own, where the caller encoded them already."""
+        return self._search(queries, k, vectors)
+
+    def search_strings(self, queries: list[str], k: int) -> tuple[np.ndarray, np.ndarray]:
+        """As `search`, by the 3-gram Jaccard of the names in Latin letters, whatever the encoder: `string`'s own
+        search, and the string side of a link's candidates."""
+        if self._name_sets is None:
+            self._name_sets = trigrams.NameSets(self.latin_names)
+        return self._name_sets.top_k(latin_all(queries), min(k, len(self)))
 
     def search_own_names(self, k: int) -> tuple[np.ndarray, np.ndarray]:
         """`search(self.names, k)` from the stored vectors, without embedding the names again."""
@@ -221,9 +238,7 @@ class Index:
         if not queries:
             return np.zeros((0, k), np.float32), np.zeros((0, k), np.int64)
         if self.encoder.kind == STRING:
-            if self._name_sets is None:
-                self._name_sets = trigrams.NameSets(self.names)
-            return self._name_sets.top_k(queries, k)
+            return self.search_strings(queries, k)
         # a few more than k, so that ties at the k-th place can be ordered by row
         wide = min(len(self), k + 8)
         vectors = self.encoder.encode(queries) if vectors is None else vectors

@@ -41,6 +41,7 @@ from pearl.errors import PearlError
 from pearl.index.encoder import STRING, Encoder, loaded
 from pearl.index.phrase_index import Index
 from pearl.joining.select import SAMPLE, choose
+from pearl.latin import latin_all
 from pearl.log import get_logger
 from pearl.scores import at_least, check_score, with_string_evidence
 from pearl.tables import as_polars, like_input, text_column
@@ -107,7 +108,7 @@ def best_matches(left: pl.DataFrame, right: pl.DataFrame, left_on: str, right_on
     index = Index.build(left_cells.texts, [str(r) for r in left_cells.rows], encoder=encoder, dedupe=True)
     scores, rows = index.search(right_cells.texts, candidates if string_weight > 0 else 1)
     if string_weight > 0:
-        scores = with_string_evidence(scores, rows, right_cells.texts, index.names, string_weight)
+        scores = with_string_evidence(scores, rows, latin_all(right_cells.texts), index.latin_names, string_weight)
     best = np.argmax(scores, axis=1)  # the first of equal scores: the nearer candidate
     left_row = np.full(len(right), -1, dtype=np.int64)
     score = np.full(len(right), np.nan, dtype=np.float32)

@@ -12,7 +12,8 @@ Before any scoring, AutoFJ's negative rules (pearl.joining.negative_rules), lear
 names, strike the candidate pairs that differ by a token pair that tells two left names apart.
 
 Every signal is a similarity in [0, 1] (distance = 1 − similarity), scored on candidate pairs only:
-each name's `candidates` nearest left names by the encoder (faiss) and by character 3-grams.
+each name's `candidates` nearest left names by the encoder (faiss) and by character 3-grams. The string
+signals read letters of other scripts in Latin letters (pearl.latin); the encoder reads the names as written.
 - cosine: the encoder's;
 - char3: cosine of character 3-gram TF-IDF vectors;
 - tokens: cosine of word TF-IDF vectors, the IDF learned from both tables;
@@ -44,6 +45,7 @@ from pearl.joining import set_measures
 from pearl.joining.left_search import LeftSearch, LeftSearchActor, queries_table
 from pearl.joining.negative_rules import NegativeRules, token_sets
 from pearl.joining.stacked import StackedRows
+from pearl.latin import latin_all
 
 if TYPE_CHECKING:  # an annotation only: the encoder's module loads the model libraries
     from pearl.index.encoder import EmbeddingEncoder
@@ -117,6 +119,7 @@ class Vocabulary:
         a row's weights in another order, which moved two of the 50 AutoFJ joins by a last bit."""
         from sklearn.feature_extraction.text import CountVectorizer, TfidfVectorizer
 
+        names = latin_all(names)
         self.char3 = TfidfVectorizer(analyzer="char_wb", ngram_range=(3, 3), lowercase=True)
         self.tokens = TfidfVectorizer(analyzer="word", token_pattern=r"(?u)\b\w+\b", lowercase=True)
         self.stems = CountVectorizer(analyzer=sorted, binary=True)
@@ -162,6 +165,7 @@ class Signals:
         return vectors
 
     def _side(self, names: list[str], vectors: np.ndarray | None, fitted_rows: slice | None) -> dict:
+        names = latin_all(names)  # the string signals' (the encoder read the names as written)
         features = self.vocabulary.features(names, fitted_rows)
         sets = set_measures.SetMeasures(features["words"], features["char3"] > 0, self.vocabulary.names_with,
                                         self.vocabulary.n_names)
@@ -173,7 +177,7 @@ class Signals:
 
     def _set_right(self, right: list[str], vectors: np.ndarray | None, fitted_rows: slice | None) -> None:
         side = self._side(right, vectors, fitted_rows)
-        self.texts = self._left["texts"] + right
+        self.texts = self._left["texts"] + side["texts"]
         self.stems = self._left["stems"] + side["stems"]
         self.char3, self.tokens = (StackedRows(self._left[name], side[name]) for name in ("char3", "tokens"))
         self.vectors = None if self.encoder is None else StackedRows(self._left["vectors"], vectors)

@@ -18,7 +18,9 @@ import polars as pl
 from tqdm import tqdm
 
 from pearl.errors import PearlError
+from pearl.index.encoder import STRING
 from pearl.index.phrase_index import Index
+from pearl.latin import latin_all
 from pearl.log import get_logger
 from pearl.scores import at_least, check_score, rank, with_string_evidence
 from pearl.tables import TextColumn, as_polars, like_input, text_column
@@ -47,16 +49,37 @@ def check_link_flags(k: int, min_score: float | None, string_weight: float = 0.0
 
 def search(index: Index, texts: list[str], k: int, string_weight: float) -> tuple[np.ndarray, np.ndarray]:
     """(scores, rows) of each text's top k: the index's own, or with `string_weight` w > 0 its RERANKED best
-    re-ordered by (1 − w) · score + w · STRING_SCORER's similarity; ties by index row."""
+    re-ordered by (1 − w) · score + w · STRING_SCORER's similarity; ties by index row. An index of vectors adds
+    the RERANKED best by 3-grams to its own (`pooled`)."""
     if string_weight == 0:
         return index.search(texts, k)
-    scores, rows = index.search(texts, max(k, RERANKED))
+    if index.encoder.kind == STRING:
+        scores, rows = index.search(texts, max(k, RERANKED))
+    else:
+        scores, rows = pooled(index, texts, max(k, RERANKED))
     by_row = np.argsort(np.where(rows < 0, len(index), rows), axis=1, kind="stable")
     scores, rows = np.take_along_axis(scores, by_row, axis=1), np.take_along_axis(rows, by_row, axis=1)
-    mixed = np.where(rows < 0, -np.inf, with_string_evidence(scores, rows, texts, index.names, string_weight,
-                                                              STRING_SCORER))
+    mixed = np.where(rows < 0, -np.inf, with_string_evidence(scores, rows, latin_all(texts), index.latin_names,
+                                                              string_weight, STRING_SCORER))
     order = rank(mixed, min(k, rows.shape[1]))
     return np.take_along_axis(mixed, order, axis=1), np.take_along_axis(rows, order, axis=1)
+
+
+def pooled(index: Index, texts: list[str], k: int, block: int = 2048) -> tuple[np.ndarray, np.ndarray]:
+    """Each text's k nearest names by cosine and its k nearest by 3-grams (Index.search_strings), rows in
+    ascending order (-1 for a repeat or a name not found), each scored by its cosine. A name the encoder reads
+    badly (another script, a typo that splits its tokens) still reaches the string evidence through its letters,
+    as the join's candidates do. `block` texts' candidate vectors are gathered at once."""
+    vectors = np.asarray(index.encoder.encode(texts), dtype=np.float32)
+    rows = np.sort(np.concatenate([index.search(texts, k, vectors)[1], index.search_strings(texts, k)[1]], axis=1),
+                   axis=1)
+    rows[:, 1:][rows[:, 1:] == rows[:, :-1]] = -1
+    scores = np.full(rows.shape, -np.inf, dtype=np.float32)
+    for start in range(0, len(texts), block):
+        part = rows[start:start + block]
+        cosines = np.einsum("nd,nkd->nk", vectors[start:start + block], index.vectors[np.maximum(part, 0)])
+        scores[start:start + block] = np.where(part < 0, -np.inf, cosines)
+    return scores, rows
 
 
 def kept_candidates(scores, rows, min_score: float | None) -> list[tuple[float, int]]:

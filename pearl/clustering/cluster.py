@@ -87,7 +87,7 @@ def cluster_labels(texts: list[str], encoder: Encoder | str | Callable[[], Encod
         else:
             log.info("--threshold auto: %.4f (estimate %.3f, target %g)", threshold, estimate, AUTO_PRECISION)
         if encoder.kind == STRING:
-            return _threshold_clusters(latin_all(texts), None, threshold)
+            return _threshold_clusters(texts, None, threshold)
         return _threshold_clusters(texts, index, threshold, neighbours)
     if threshold is not None and threshold <= _lowest_score(encoder.kind) and len(texts) > MAX_COMPONENT:
         raise PearlError(f"--threshold {threshold} puts all {len(texts)} names in one cluster, as every pair scores at "
@@ -95,7 +95,7 @@ def cluster_labels(texts: list[str], encoder: Encoder | str | Callable[[], Encod
     if encoder.kind == STRING:
         if k is not None:
             raise PearlError("--k clusters vectors, and `string` has none: use --threshold, or an embedding model")
-        return _threshold_clusters(latin_all(texts), None, threshold)
+        return _threshold_clusters(texts, None, threshold)
     if threshold is not None:
         index = Index.build(texts, encoder=encoder)  # the neighbour graph's search, and the vectors
         return _threshold_clusters(texts, index, threshold)
@@ -152,6 +152,8 @@ def _threshold_clusters(texts: list[str], index: Index | None, threshold: float,
     from scipy.sparse.csgraph import connected_components
     from scipy.spatial.distance import pdist
 
+    if index is None:  # `string`: 3-grams of the names in Latin letters
+        texts = latin_all(texts)
     rows, columns, scores, crowded = _close_pairs(texts, index, threshold, neighbours)
     vectors = None if index is None else index.vectors
     if crowded:

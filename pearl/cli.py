@@ -528,6 +528,9 @@ def cluster(
     threshold: Annotated[str | None, typer.Option(
         help="merge while the mean cosine similarity is at least this (average-linkage agglomerative); auto: "
              "a cut chosen from the names' own neighbours, without labels (the log states it)")] = None,
+    string_weight: Annotated[float, typer.Option(
+        help="weight of rapidfuzz string similarity mixed into each pair's score, as `pearl link` mixes it "
+             "(0: the model's cosine or `string`'s 3-gram Jaccard alone)")] = 0.5,
     seed: int = 0,
     engine: EngineOption = "local",
     ray_address: RayAddressOption = None,
@@ -541,7 +544,7 @@ def cluster(
         with _ray_encoding(engine, ray_address, ray_workers) as ray:
             check_output(out)
             result = cluster_table(read_table(input_file), column, model, k, threshold, seed,
-                                   encoder=_encoder_loader(model, ray))
+                                   encoder=_encoder_loader(model, ray), string_weight=string_weight)
             write_table(result, out)
             typer.echo(f"{len(result)} rows in {result['cluster'].n_unique() - result['cluster'].has_nulls()} clusters → {out}")
 

@@ -140,6 +140,7 @@ def _verb_commands(folder, model, index) -> dict[str, list[str]]:
     ("cluster", ["--k", "0"], "--k 0: between 1 and the 2 distinct names"),
     ("cluster", ["--threshold", "banana"], "--threshold 'banana': give a cosine similarity in [-1, 1], or auto"),
     ("cluster", [], "give exactly one of --k"),
+    ("cluster", ["--threshold", "0.5", "--string-weight", "2"], "--string-weight 2.0: a weight in [0, 1]"),
     ("join", ["--engine", "spark"], "--engine 'spark': local or ray"),
     ("cluster", ["--engine", "ray", "--model", "string", "--threshold", "0.5"],
      "--engine ray encodes on Ray actors, and `string` encodes nothing"),

@@ -22,8 +22,17 @@ of AUTO_CUTS candidates (quantiles of the nearest-neighbour scores) at which the
 AUTO_PRECISION; with none, only names that score 1 are grouped. AutoFJ counts the names within twice the
 distance, a bound for a reference table without duplicates; within the distance itself chose the better cut
 on both design sets, for `string` and PEARL-small (docs/measurements.md#dedupe-threshold-auto). The count is
-of a name's NEIGHBOURS nearest names, and it reads the table's own crowding: on a handful of unrelated names,
-two strangers are each other's only near name, and `auto` can join them; give a number there.
+of a name's NEIGHBOURS nearest names, and it reads the table's own crowding: among unrelated names, two strangers
+can be each other's only near name, and `auto` can join them (it did among 400 GeoNames cities); on a table with
+few true twins, give a number.
+
+A pair's score mixes string evidence in, as `pearl link` does: (1 − w) · its cosine (3-gram Jaccard for `string`)
++ w · rapidfuzz's token set ratio of the names in Latin letters, w = `string_weight` (0.5, the link's). A model's
+neighbour graph then holds each name's NEIGHBOURS + 1 nearest by cosine and its NEIGHBOURS + 1 nearest by 3-grams,
+so that a name the encoder reads badly still finds its twins through its letters; a pair that reaches the cut
+by the mix but is in neither list is missing. Average linkage reads the same mixed score of every two members.
+Chosen on the design sets, where it raised the pairwise F1 at `auto` most on AutoFJ's titles and cost little
+on the generated forms (docs/measurements.md#dedupe-string-evidence).
 
 Identical strings are embedded once and always share a cluster. Output: the input table with
 `cluster` (numbered by first appearance, so the ids are stable), `representative` (the member
@@ -43,8 +52,9 @@ from pearl.index import trigrams
 from pearl.index.encoder import STRING, Encoder, loaded
 from pearl.index.phrase_index import Index
 from pearl.latin import latin_all
+from pearl.linking.link import STRING_SCORER, STRING_WEIGHT, pooled
 from pearl.log import get_logger
-from pearl.scores import TIE_TOLERANCE, at_least, check_score
+from pearl.scores import TIE_TOLERANCE, at_least, check_score, rank, with_string_evidence
 from pearl.tables import as_polars, like_input, text_column
 
 log = get_logger("cluster")
@@ -62,14 +72,17 @@ AUTO_PATIENCE = 0.05  # the join's: lower cuts are not tried once the estimate f
 
 
 def cluster_labels(texts: list[str], encoder: Encoder | str | Callable[[], Encoder], k: int | None,
-                   threshold: float | str | None, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+                   threshold: float | str | None, seed: int = 0,
+                   string_weight: float = STRING_WEIGHT) -> tuple[np.ndarray, np.ndarray]:
     """(label of each text, representative text index of each label), for distinct `texts`. `encoder`
     may be a model to load (its name, or a loader): it loads once the flags pass their checks. `threshold`
-    may be AUTO (the module's doc)."""
+    may be AUTO; `string_weight` mixes string similarity into every pair's score (the module's doc)."""
     from sklearn.cluster import KMeans
 
     if (k is None) == (threshold is None):
         raise PearlError("give exactly one of --k (a number of clusters) or --threshold (a cosine similarity, or auto)")
+    if not 0.0 <= string_weight <= 1.0:
+        raise PearlError(f"--string-weight {string_weight}: a weight in [0, 1]")
     threshold = parsed_threshold(threshold)
     if k is not None and not 1 <= k <= len(texts):
         raise PearlError(f"--k {k}: between 1 and the {len(texts)} distinct names")
@@ -78,7 +91,7 @@ def cluster_labels(texts: list[str], encoder: Encoder | str | Callable[[], Encod
         return np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64)
     if threshold == AUTO:
         index = Index.build(texts, encoder=encoder)
-        neighbours = index.search_own_names(NEIGHBOURS + 1)
+        neighbours = _neighbours(index, string_weight)
         threshold, estimate = auto_threshold(*neighbours)
         if threshold is None:
             log.info("--threshold auto: no cut reaches the target %g (at best %.3f): only names that score 1 with "
@@ -86,19 +99,20 @@ def cluster_labels(texts: list[str], encoder: Encoder | str | Callable[[], Encod
             threshold = 1.0
         else:
             log.info("--threshold auto: %.4f (estimate %.3f, target %g)", threshold, estimate, AUTO_PRECISION)
-        if encoder.kind == STRING:
+        if encoder.kind == STRING and string_weight == 0:
             return _threshold_clusters(texts, None, threshold)
-        return _threshold_clusters(texts, index, threshold, neighbours)
+        return _threshold_clusters(texts, index, threshold, neighbours, string_weight)
     if threshold is not None and threshold <= _lowest_score(encoder.kind) and len(texts) > MAX_COMPONENT:
         raise PearlError(f"--threshold {threshold} puts all {len(texts)} names in one cluster, as every pair scores at "
                          "least that: give a higher --threshold")
     if encoder.kind == STRING:
         if k is not None:
             raise PearlError("--k clusters vectors, and `string` has none: use --threshold, or an embedding model")
-        return _threshold_clusters(texts, None, threshold)
+        if string_weight == 0:
+            return _threshold_clusters(texts, None, threshold)
     if threshold is not None:
-        index = Index.build(texts, encoder=encoder)  # the neighbour graph's search, and the vectors
-        return _threshold_clusters(texts, index, threshold)
+        index = Index.build(texts, encoder=encoder)  # the neighbour graph's search, and the vectors or 3-grams
+        return _threshold_clusters(texts, index, threshold, string_weight=string_weight)
     vectors = encoder.encode(texts)
     labels = KMeans(n_clusters=k, n_init=10, random_state=seed).fit_predict(vectors)
     # with duplicate vectors (e.g. case variants under an uncased model) KMeans can leave a
@@ -144,18 +158,43 @@ def auto_threshold(scores: np.ndarray, found: np.ndarray, radius: float = AUTO_R
     return float(cuts[reached[-1]]), float(estimates[reached[-1]])
 
 
+def _neighbours(index: Index, string_weight: float) -> tuple[np.ndarray, np.ndarray]:
+    """(scores, rows) of each indexed name's NEIGHBOURS + 1 nearest names, best first, the name itself among them.
+    With w = `string_weight` > 0 they are scored (1 − w) · cosine (or Jaccard) + w · the link's string similarity
+    (pearl.linking.link), and a model's are pooled, by cosine and by 3-grams: a name the encoder reads badly still
+    finds its twins through its letters, as the link's mentions do."""
+    if string_weight == 0:
+        return index.search_own_names(NEIGHBOURS + 1)
+    if index.encoder.kind == STRING:
+        scores, rows = index.search_own_names(NEIGHBOURS + 1)
+    else:
+        scores, rows = pooled(index, index.names, NEIGHBOURS + 1, vectors=index.vectors)
+    by_row = np.argsort(np.where(rows < 0, len(index), rows), axis=1, kind="stable")  # ties go to the first row
+    scores, rows = np.take_along_axis(scores, by_row, axis=1), np.take_along_axis(rows, by_row, axis=1)
+    mixed = np.where(rows < 0, -np.inf, with_string_evidence(scores, rows, index.latin_names, index.latin_names,
+                                                              string_weight, STRING_SCORER))
+    order = rank(mixed, min(NEIGHBOURS + 1, rows.shape[1]))
+    return np.take_along_axis(mixed, order, axis=1), np.take_along_axis(rows, order, axis=1)
+
+
 def _threshold_clusters(texts: list[str], index: Index | None, threshold: float,
-                        neighbours: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
+                        neighbours: tuple[np.ndarray, np.ndarray] | None = None,
+                        string_weight: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
     """Average linkage at `threshold` within each connected component of the neighbour graph (the module's doc);
-    `neighbours`: the index's `search_own_names(NEIGHBOURS + 1)`, where it was searched already."""
+    `neighbours`: the index's `_neighbours`, where it was searched already. With an index and `string_weight` > 0,
+    a pair's similarity is its mixed score (`_neighbours`); without an index, `string`'s 3-gram Jaccard."""
     from scipy.sparse import coo_matrix
     from scipy.sparse.csgraph import connected_components
     from scipy.spatial.distance import pdist
 
+    mixed = index is not None and string_weight > 0
     if index is None:  # `string`: 3-grams of the names in Latin letters
         texts = latin_all(texts)
+    elif mixed and neighbours is None:
+        neighbours = _neighbours(index, string_weight)
     rows, columns, scores, crowded = _close_pairs(texts, index, threshold, neighbours)
-    vectors = None if index is None else index.vectors
+    vectors = None if index is None or index.encoder.kind == STRING else index.vectors
+    latin = texts if index is None else index.latin_names
     if crowded:
         log.info("%d names have more than %d neighbours at or above %g: pairs beyond them may be missing",
                  crowded, NEIGHBOURS, threshold)
@@ -177,7 +216,7 @@ def _threshold_clusters(texts: list[str], index: Index | None, threshold: float,
     order = np.argsort(component, kind="stable")  # each component's members in text order
     groups = np.split(order, np.cumsum(sizes)[:-1])
     pairs = [members for members in groups if len(members) == 2]
-    pair_merges = iter(_pair_merges(texts, vectors, pairs, distance_threshold))
+    pair_merges = iter(_pair_merges(latin, vectors, pairs, distance_threshold, string_weight if mixed else 0.0))
     for members in groups:
         if len(members) <= 2:  # one name, or a pair that average linkage merges exactly when scikit-learn would
             together = len(members) == 2 and next(pair_merges)
@@ -189,8 +228,9 @@ def _threshold_clusters(texts: list[str], index: Index | None, threshold: float,
             else:
                 representative.append(members[int(np.argmax(vectors[members] @ vectors[members].mean(axis=0)))])
             continue
-        if vectors is None:
-            similarity = trigrams.jaccard_matrix([texts[i] for i in members], [texts[i] for i in members])
+        if vectors is None or mixed:
+            similarity = (_mixed_similarity(latin, vectors, members, string_weight) if mixed
+                          else trigrams.jaccard_matrix([texts[i] for i in members], [texts[i] for i in members]))
             member_labels = _average_linkage(_condensed_distances(similarity), distance_threshold)
             centrality = lambda group: similarity[np.ix_(group, group)].mean(axis=1)  # noqa: E731
         else:
@@ -203,19 +243,45 @@ def _threshold_clusters(texts: list[str], index: Index | None, threshold: float,
 
 
 def _pair_merges(texts: list[str], vectors: np.ndarray | None, pairs: list[np.ndarray],
-                 distance_threshold: float) -> np.ndarray:
+                 distance_threshold: float, string_weight: float = 0.0) -> np.ndarray:
     """Whether each two-name component is one cluster: scikit-learn's test on scipy's distance of the pair (a
-    linkage call per pair took 1 to 3 ms, most of the time when most components are pairs)."""
+    linkage call per pair took 1 to 3 ms, most of the time when most components are pairs); with `string_weight`
+    > 0, on the pair's mixed score."""
     from scipy.spatial.distance import pdist
 
     if not pairs:
         return np.zeros(0, dtype=bool)
-    if vectors is None:
+    if string_weight > 0:
+        a, b = np.array(pairs).T
+        own = (trigrams.rowwise([texts[i] for i in a], [texts[i] for i in b]) if vectors is None
+               else np.einsum("nd,nd->n", vectors[a], vectors[b]))
+        distance = 1.0 - with_string_evidence(own[:, None], b[:, None], [texts[i] for i in a], texts, string_weight,
+                                              STRING_SCORER)[:, 0].astype(np.float64)
+    elif vectors is None:
         similarity = trigrams.rowwise([texts[a] for a, _ in pairs], [texts[b] for _, b in pairs])
         distance = (np.float32(1.0) - similarity).astype(np.float64)
     else:
         distance = np.array([pdist(vectors[pair], "cosine")[0] for pair in pairs])
     return ~(distance >= distance_threshold)
+
+
+def _mixed_similarity(latin: list[str], vectors: np.ndarray | None, members: np.ndarray,
+                      string_weight: float) -> np.ndarray:
+    """(1 − w) · cosine (3-gram Jaccard without `vectors`) + w · the link's string similarity of every two of
+    `members` (`_neighbours`): two n × n float32 matrices, 3.2 GB at MAX_COMPONENT names."""
+    from rapidfuzz import fuzz, process, utils
+
+    names = [latin[i] for i in members]
+    similarity = trigrams.jaccard_matrix(names, names) if vectors is None else vectors[members] @ vectors[members].T
+    string = process.cdist(names, names, scorer=getattr(fuzz, STRING_SCORER), processor=utils.default_process,
+                           dtype=np.float32, workers=-1)
+    string /= 100.0
+    # in place, in with_string_evidence's order of operations, so that a pair scores here as on its edge
+    similarity *= 1 - string_weight
+    string *= string_weight
+    similarity += string
+    # a name's cosine with itself can round past 1, and linkage refuses a negative distance
+    return np.minimum(similarity, 1.0, out=similarity)
 
 
 def _lowest_score(kind: str) -> float:
@@ -293,12 +359,13 @@ def _representatives(labels: np.ndarray, centrality) -> np.ndarray:
 
 
 def cluster(table, column: str, model: str = "models/pearl", k: int | None = None, threshold: float | str | None = None,
-            seed: int = 0, *, encoder: Encoder | Callable[[], Encoder] | None = None):
+            seed: int = 0, *, encoder: Encoder | Callable[[], Encoder] | None = None,
+            string_weight: float = STRING_WEIGHT):
     """Add `cluster`, `representative` and `cluster_size` to a polars or pandas DataFrame."""
     df = as_polars(table)
     cells = text_column(df, column, "the table", require_names=True)
     distinct = list(dict.fromkeys(cells.texts))
-    labels, representative = cluster_labels(distinct, encoder or model, k, threshold, seed)
+    labels, representative = cluster_labels(distinct, encoder or model, k, threshold, seed, string_weight)
     label_of = dict(zip(distinct, labels))
     renumber: dict[int, int] = {}  # sklearn's label order → first appearance in the table
     cluster_of_row = [None] * len(df)

@@ -65,12 +65,14 @@ def search(index: Index, texts: list[str], k: int, string_weight: float) -> tupl
     return np.take_along_axis(mixed, order, axis=1), np.take_along_axis(rows, order, axis=1)
 
 
-def pooled(index: Index, texts: list[str], k: int, block: int = 2048) -> tuple[np.ndarray, np.ndarray]:
+def pooled(index: Index, texts: list[str], k: int, block: int = 2048,
+           vectors: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Each text's k nearest names by cosine and its k nearest by 3-grams (Index.search_strings), rows in
     ascending order (-1 for a repeat or a name not found), each scored by its cosine. A name the encoder reads
     badly (another script, a typo that splits its tokens) still reaches the string evidence through its letters,
-    as the join's candidates do. `block` texts' candidate vectors are gathered at once."""
-    vectors = np.asarray(index.encoder.encode(texts), dtype=np.float32)
+    as the join's candidates do. `block` texts' candidate vectors are gathered at once; `vectors`: the texts' own,
+    where the caller has them."""
+    vectors = np.asarray(index.encoder.encode(texts) if vectors is None else vectors, dtype=np.float32)
     rows = np.sort(np.concatenate([index.search(texts, k, vectors)[1], index.search_strings(texts, k)[1]], axis=1),
                    axis=1)
     rows[:, 1:][rows[:, 1:] == rows[:, :-1]] = -1

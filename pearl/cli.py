@@ -528,9 +528,10 @@ def cluster(
     threshold: Annotated[str | None, typer.Option(
         help="merge while the mean cosine similarity is at least this (average-linkage agglomerative); auto: "
              "a cut chosen from the names' own neighbours, without labels (the log states it)")] = None,
-    string_weight: Annotated[float, typer.Option(
+    string_weight: Annotated[float | None, typer.Option(
         help="weight of rapidfuzz string similarity mixed into each pair's score, as `pearl link` mixes it "
-             "(0: the model's cosine or `string`'s 3-gram Jaccard alone)")] = 0.5,
+             "(0: the model's cosine or `string`'s 3-gram Jaccard alone)  [default: 0.5 with a model, 0 with "
+             "string]", show_default=False)] = None,
     seed: int = 0,
     engine: EngineOption = "local",
     ray_address: RayAddressOption = None,

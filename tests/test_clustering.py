@@ -28,10 +28,13 @@ def _every_pairs_score(texts: list[str], own: np.ndarray, weight: float) -> np.n
 
 
 @pytest.mark.parametrize("string_weight", [0.0, 0.5])
-def test_the_neighbour_graph_gives_the_clusters_of_average_linkage_over_all_pairs(tiny_text_encoder, string_weight):
+def test_the_neighbour_graph_gives_the_clusters_of_average_linkage_over_all_pairs(tiny_text_encoder, string_weight,
+                                                                                  monkeypatch):
     """With string evidence, over every pair's mixed score, though the graph holds only each name's nearest by
-    cosine and by 3-grams."""
+    cosine and by 3-grams, searched a chunk of names at a time."""
     from sklearn.cluster import AgglomerativeClustering
+
+    monkeypatch.setattr(clustering, "CHUNK", 64)
 
     rng = np.random.default_rng(3)
     stems = ["".join(rng.choice(list("abcdefghij"), 5)) for _ in range(60)]
@@ -171,9 +174,16 @@ def test_a_model_that_reads_twins_apart_still_groups_them_by_their_letters():
 
     texts = _twins_and(["oxford", "zanzibar", "quito", "lagos"])
     assert len(set(clustering.cluster_labels(texts, Orthogonal(), None, 0.4, string_weight=0.0)[0].tolist())) == len(texts)
-    labels, _ = clustering.cluster_labels(texts, Orthogonal(), None, 0.4, string_weight=0.5)
+    labels, _ = clustering.cluster_labels(texts, Orthogonal(), None, 0.4)  # a model's default: the link's weight
     assert _partition(labels) == sorted([(2 * i, 2 * i + 1) for i in range(len(TWINS))]
                                         + [(2 * len(TWINS) + i,) for i in range(4)])
+
+
+def test_string_clusters_by_its_3_gram_jaccard_alone_unless_a_weight_is_given():
+    texts = _twins_and([f"acme branch {i}" for i in range(10)])
+    by_default = clustering.cluster_labels(texts, StringEncoder(), None, "auto")[0]
+    assert (by_default == clustering.cluster_labels(texts, StringEncoder(), None, "auto", string_weight=0.0)[0]).all()
+    assert (by_default != clustering.cluster_labels(texts, StringEncoder(), None, "auto", string_weight=0.5)[0]).any()
 
 
 def test_names_with_one_vector_whose_cosine_rounds_past_1_are_grouped():

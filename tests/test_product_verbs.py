@@ -395,9 +395,8 @@ def test_a_score_equal_to_the_cut_up_to_float_noise_reaches_it(tiny_text_encoder
               "--out", out / "c.csv"))
     assert pl.read_csv(out / "c.csv")["cluster"].to_list() == [0, 0, 1]  # Jaccard 1.0 is at least 1.0
     orgs = pl.DataFrame({"org": ["acme corp", "acme corporation"]})
-    jaccard = {"string_weight": 0.0}  # the 3-gram Jaccard alone: 8/17
-    assert pearl.cluster(orgs, "org", "string", threshold=8 / 17 + 1e-7, **jaccard)["cluster"].to_list() == [0, 0]
-    assert pearl.cluster(orgs, "org", "string", threshold=8 / 17 + 1e-5, **jaccard)["cluster"].to_list() == [0, 1]
+    assert pearl.cluster(orgs, "org", "string", threshold=8 / 17 + 1e-7)["cluster"].to_list() == [0, 0]  # 8/17
+    assert pearl.cluster(orgs, "org", "string", threshold=8 / 17 + 1e-5)["cluster"].to_list() == [0, 1]
     # a name's cosine with itself is 1 − 1e-7 under float32 rounding, which --min-score 1 and --threshold 1 take
     names = list(DICTIONARY["name"]) + ["rome", "tokyo"]
     links = pearl.link(Index.build(names, encoder=tiny_text_encoder), names, k=1, min_score=1.0)

@@ -26,13 +26,14 @@ of a name's NEIGHBOURS nearest names, and it reads the table's own crowding: amo
 can be each other's only near name, and `auto` can join them (it did among 400 GeoNames cities); on a table with
 few true twins, give a number.
 
-A pair's score mixes string evidence in, as `pearl link` does: (1 − w) · its cosine (3-gram Jaccard for `string`)
-+ w · rapidfuzz's token set ratio of the names in Latin letters, w = `string_weight` (0.5, the link's). A model's
-neighbour graph then holds each name's NEIGHBOURS + 1 nearest by cosine and its NEIGHBOURS + 1 nearest by 3-grams,
-so that a name the encoder reads badly still finds its twins through its letters; a pair that reaches the cut
-by the mix but is in neither list is missing. Average linkage reads the same mixed score of every two members.
-Chosen on the design sets, where it raised the pairwise F1 at `auto` most on AutoFJ's titles and cost little
-on the generated forms (docs/measurements.md#dedupe-string-evidence).
+With a model, a pair's score mixes string evidence in, as `pearl link` does: (1 − w) · its cosine + w · rapidfuzz's
+token set ratio of the names in Latin letters, w = `string_weight` (0.5, the link's). The neighbour graph then holds
+each name's NEIGHBOURS + 1 nearest by cosine and its NEIGHBOURS + 1 nearest by 3-grams, so that a name the encoder
+reads badly still finds its twins through its letters; a pair that reaches the cut by the mix but is in neither
+list is missing. Average linkage reads the same mixed score of every two members. `string` takes the same mix
+with a weight given, and by default its 3-gram Jaccard alone: on the design sets the mix raised PEARL-small's
+pairwise F1 at `auto` on AutoFJ's titles and the aliases (and cost it 0.006 on the generated forms), `string`'s
+little, and `string`'s took 12× the time at a fixed cut (docs/measurements.md#dedupe-string-evidence).
 
 Identical strings are embedded once and always share a cluster. Output: the input table with
 `cluster` (numbered by first appearance, so the ids are stable), `representative` (the member
@@ -52,7 +53,7 @@ from pearl.index import trigrams
 from pearl.index.encoder import STRING, Encoder, loaded
 from pearl.index.phrase_index import Index
 from pearl.latin import latin_all
-from pearl.linking.link import STRING_SCORER, STRING_WEIGHT, pooled
+from pearl.linking.link import CHUNK, STRING_SCORER, STRING_WEIGHT, pooled
 from pearl.log import get_logger
 from pearl.scores import TIE_TOLERANCE, at_least, check_score, rank, with_string_evidence
 from pearl.tables import as_polars, like_input, text_column
@@ -73,20 +74,23 @@ AUTO_PATIENCE = 0.05  # the join's: lower cuts are not tried once the estimate f
 
 def cluster_labels(texts: list[str], encoder: Encoder | str | Callable[[], Encoder], k: int | None,
                    threshold: float | str | None, seed: int = 0,
-                   string_weight: float = STRING_WEIGHT) -> tuple[np.ndarray, np.ndarray]:
+                   string_weight: float | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(label of each text, representative text index of each label), for distinct `texts`. `encoder`
     may be a model to load (its name, or a loader): it loads once the flags pass their checks. `threshold`
-    may be AUTO; `string_weight` mixes string similarity into every pair's score (the module's doc)."""
+    may be AUTO; `string_weight` mixes string similarity into every pair's score (the module's doc; None: the
+    link's weight with a model, 0 with `string`)."""
     from sklearn.cluster import KMeans
 
     if (k is None) == (threshold is None):
         raise PearlError("give exactly one of --k (a number of clusters) or --threshold (a cosine similarity, or auto)")
-    if not 0.0 <= string_weight <= 1.0:
+    if string_weight is not None and not 0.0 <= string_weight <= 1.0:
         raise PearlError(f"--string-weight {string_weight}: a weight in [0, 1]")
     threshold = parsed_threshold(threshold)
     if k is not None and not 1 <= k <= len(texts):
         raise PearlError(f"--k {k}: between 1 and the {len(texts)} distinct names")
     encoder = loaded(encoder)
+    if string_weight is None:
+        string_weight = 0.0 if encoder.kind == STRING else STRING_WEIGHT
     if len(texts) == 1:
         return np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64)
     if threshold == AUTO:
@@ -166,13 +170,21 @@ def _neighbours(index: Index, string_weight: float) -> tuple[np.ndarray, np.ndar
     if string_weight == 0:
         return index.search_own_names(NEIGHBOURS + 1)
     if index.encoder.kind == STRING:
-        scores, rows = index.search_own_names(NEIGHBOURS + 1)
-    else:
-        scores, rows = pooled(index, index.names, NEIGHBOURS + 1, vectors=index.vectors)
-    by_row = np.argsort(np.where(rows < 0, len(index), rows), axis=1, kind="stable")  # ties go to the first row
+        return _mixed_best(*index.search_own_names(NEIGHBOURS + 1), index.latin_names, index.latin_names,
+                           string_weight)
+    parts = [_mixed_best(*pooled(index, index.names[start:start + CHUNK], NEIGHBOURS + 1,
+                                 vectors=index.vectors[start:start + CHUNK]),
+                         index.latin_names[start:start + CHUNK], index.latin_names, string_weight)
+             for start in range(0, len(index), CHUNK)]
+    return np.concatenate([scores for scores, _ in parts]), np.concatenate([rows for _, rows in parts])
+
+
+def _mixed_best(scores: np.ndarray, rows: np.ndarray, queries: list[str], names: list[str],
+                string_weight: float) -> tuple[np.ndarray, np.ndarray]:
+    """The NEIGHBOURS + 1 best of each query's candidates (`rows` of `names`, -1: none) by the mixed score."""
+    by_row = np.argsort(np.where(rows < 0, len(names), rows), axis=1, kind="stable")  # ties go to the first row
     scores, rows = np.take_along_axis(scores, by_row, axis=1), np.take_along_axis(rows, by_row, axis=1)
-    mixed = np.where(rows < 0, -np.inf, with_string_evidence(scores, rows, index.latin_names, index.latin_names,
-                                                              string_weight, STRING_SCORER))
+    mixed = np.where(rows < 0, -np.inf, with_string_evidence(scores, rows, queries, names, string_weight, STRING_SCORER))
     order = rank(mixed, min(NEIGHBOURS + 1, rows.shape[1]))
     return np.take_along_axis(mixed, order, axis=1), np.take_along_axis(rows, order, axis=1)
 
@@ -360,7 +372,7 @@ def _representatives(labels: np.ndarray, centrality) -> np.ndarray:
 
 def cluster(table, column: str, model: str = "models/pearl", k: int | None = None, threshold: float | str | None = None,
             seed: int = 0, *, encoder: Encoder | Callable[[], Encoder] | None = None,
-            string_weight: float = STRING_WEIGHT):
+            string_weight: float | None = None):
     """Add `cluster`, `representative` and `cluster_size` to a polars or pandas DataFrame."""
     df = as_polars(table)
     cells = text_column(df, column, "the table", require_names=True)

@@ -53,9 +53,9 @@ from pearl.index import trigrams
 from pearl.index.encoder import STRING, Encoder, loaded
 from pearl.index.phrase_index import Index
 from pearl.latin import latin_all
-from pearl.linking.link import CHUNK, STRING_SCORER, STRING_WEIGHT, pooled
+from pearl.linking.link import CHUNK, STRING_SCORER, STRING_WEIGHT, mixed_top, pooled
 from pearl.log import get_logger
-from pearl.scores import TIE_TOLERANCE, at_least, check_score, rank, with_string_evidence
+from pearl.scores import TIE_TOLERANCE, at_least, check_score, with_string_evidence
 from pearl.tables import as_polars, like_input, text_column
 
 log = get_logger("cluster")
@@ -170,23 +170,13 @@ def _neighbours(index: Index, string_weight: float) -> tuple[np.ndarray, np.ndar
     if string_weight == 0:
         return index.search_own_names(NEIGHBOURS + 1)
     if index.encoder.kind == STRING:
-        return _mixed_best(*index.search_own_names(NEIGHBOURS + 1), index.latin_names, index.latin_names,
-                           string_weight)
-    parts = [_mixed_best(*pooled(index, index.names[start:start + CHUNK], NEIGHBOURS + 1,
-                                 vectors=index.vectors[start:start + CHUNK]),
-                         index.latin_names[start:start + CHUNK], index.latin_names, string_weight)
+        return mixed_top(*index.search_own_names(NEIGHBOURS + 1), index.latin_names, index.latin_names,
+                         NEIGHBOURS + 1, string_weight)
+    parts = [mixed_top(*pooled(index, index.names[start:start + CHUNK], NEIGHBOURS + 1,
+                               vectors=index.vectors[start:start + CHUNK]),
+                       index.latin_names[start:start + CHUNK], index.latin_names, NEIGHBOURS + 1, string_weight)
              for start in range(0, len(index), CHUNK)]
     return np.concatenate([scores for scores, _ in parts]), np.concatenate([rows for _, rows in parts])
-
-
-def _mixed_best(scores: np.ndarray, rows: np.ndarray, queries: list[str], names: list[str],
-                string_weight: float) -> tuple[np.ndarray, np.ndarray]:
-    """The NEIGHBOURS + 1 best of each query's candidates (`rows` of `names`, -1: none) by the mixed score."""
-    by_row = np.argsort(np.where(rows < 0, len(names), rows), axis=1, kind="stable")  # ties go to the first row
-    scores, rows = np.take_along_axis(scores, by_row, axis=1), np.take_along_axis(rows, by_row, axis=1)
-    mixed = np.where(rows < 0, -np.inf, with_string_evidence(scores, rows, queries, names, string_weight, STRING_SCORER))
-    order = rank(mixed, min(NEIGHBOURS + 1, rows.shape[1]))
-    return np.take_along_axis(mixed, order, axis=1), np.take_along_axis(rows, order, axis=1)
 
 
 def _threshold_clusters(texts: list[str], index: Index | None, threshold: float,

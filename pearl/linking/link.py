@@ -57,10 +57,16 @@ def search(index: Index, texts: list[str], k: int, string_weight: float) -> tupl
         scores, rows = index.search(texts, max(k, RERANKED))
     else:
         scores, rows = pooled(index, texts, max(k, RERANKED))
-    by_row = np.argsort(np.where(rows < 0, len(index), rows), axis=1, kind="stable")
+    return mixed_top(scores, rows, latin_all(texts), index.latin_names, k, string_weight)
+
+
+def mixed_top(scores: np.ndarray, rows: np.ndarray, queries: list[str], names: list[str], k: int,
+              string_weight: float) -> tuple[np.ndarray, np.ndarray]:
+    """The k best of each query's candidates (`rows` of `names`, -1: none) by (1 − w) · score + w · STRING_SCORER's
+    similarity, w = `string_weight`; ties by row of `names`."""
+    by_row = np.argsort(np.where(rows < 0, len(names), rows), axis=1, kind="stable")
     scores, rows = np.take_along_axis(scores, by_row, axis=1), np.take_along_axis(rows, by_row, axis=1)
-    mixed = np.where(rows < 0, -np.inf, with_string_evidence(scores, rows, latin_all(texts), index.latin_names,
-                                                              string_weight, STRING_SCORER))
+    mixed = np.where(rows < 0, -np.inf, with_string_evidence(scores, rows, queries, names, string_weight, STRING_SCORER))
     order = rank(mixed, min(k, rows.shape[1]))
     return np.take_along_axis(mixed, order, axis=1), np.take_along_axis(rows, order, axis=1)
 

@@ -597,6 +597,14 @@ def serve(
     max_body_bytes: Annotated[int, typer.Option(min=1, help="bytes per request body, at most (more: 413)")] = 2_000_000,
     max_queued_texts: Annotated[int, typer.Option(
         min=1, help="texts admitted and not yet answered, over all requests; more: 429 with Retry-After")] = 8192,
+    max_candidates: Annotated[int, typer.Option(
+        min=1, help="a /link request's mentions × k, at most (more: 413): the answer's size")] = 100_000,
+    max_queued_candidates: Annotated[int, typer.Option(
+        min=1, help="/link candidates admitted and not yet answered, over all requests; more: 429")] = 200_000,
+    request_timeout: Annotated[float, typer.Option(
+        help="seconds a request may wait and run; past them: 503, and its work is dropped")] = 30.0,
+    max_connections: Annotated[int, typer.Option(
+        min=1, help="open connections at once (uvicorn's limit_concurrency); more: 503")] = 64,
     api_key: Annotated[str | None, typer.Option(
         envvar="PEARL_API_KEY", show_default=False,
         help="a Bearer token every route but /health requires (default: none; prefer the variable to the flag)")] = None,
@@ -609,6 +617,9 @@ def serve(
     _product(lambda: run_server(index_dir, host, port, model, types_model,
                                 ServeSettings(max_texts=max_texts, max_chars=max_chars, batch_texts=batch_texts,
                                               max_body_bytes=max_body_bytes, max_queued_texts=max_queued_texts,
+                                              max_candidates=max_candidates,
+                                              max_queued_candidates=max_queued_candidates,
+                                              request_timeout=request_timeout, max_connections=max_connections,
                                               api_key=api_key)))
 
 

@@ -1,11 +1,13 @@
 """`pearl serve`: the endpoints against the Python API on a tiny PEARL export, OpenAI's client, the API
-key, the body and queue limits, /metrics, the batching of concurrent requests, one-line refusals, the
-OpenAPI page, and a real uvicorn process over HTTP."""
+key, the body and queue limits, /metrics, the batching of concurrent requests and its retry of a failed
+batch request by request, one-line refusals, the OpenAPI page, and a real uvicorn process over HTTP
+(the Host guard of a loopback bind)."""
 
 import asyncio
 import base64
 import contextlib
 import json
+import logging
 import os
 import socket
 import subprocess
@@ -79,23 +81,20 @@ def test_link_embed_and_types_answer_what_the_python_api_does(client, export_ind
     assert [t["label"] for t in types] == [e["label"] for e in expected]
     assert np.allclose([t["label_prob"] for t in types], [e["label_prob"] for e in expected], atol=1e-5)
 
-    health = client.get("/health").json()
-    assert health["status"] == "ok" and health["count"] == len(NAMES) and health["types_model"] == export.name
-    # the model by its folder's name: where it lies on the server is not the client's business
-    assert health["manifest"]["model"]["id"] == health["model"] == export.name
-    assert str(export.parent) not in json.dumps(health)
+    assert client.get("/health").json() == {"status": "ok"}  # a server without a key shows no manifest
 
 
 def test_each_request_keeps_its_own_k_when_requests_share_a_batch(export_index):
     index = Index.load(export_index)
-    from pearl.serve.app import _link
+    from pearl.serve.app import _link, _linked
     from pearl.serve.schemas import LinkRequest
 
     jobs = [LinkRequest(mentions=["Paris"], k=1), LinkRequest(mentions=["york", "Berlin"], k=3, min_score=0.99)]
     one, three = _link(index, jobs)
-    assert len(one[0].candidates) == 1
+    assert len(_linked(index, jobs[0], *one)[0].candidates) == 1
     alone = _link(index, [jobs[1]])[0]
-    assert [m.model_dump() for m in three] == [m.model_dump() for m in alone]
+    assert [m.model_dump() for m in _linked(index, jobs[1], *three)] == \
+        [m.model_dump() for m in _linked(index, jobs[1], *alone)]
 
 
 def test_a_request_is_searched_at_its_own_k_whatever_its_batch_holds(export_index):
@@ -103,30 +102,38 @@ def test_a_request_is_searched_at_its_own_k_whatever_its_batch_holds(export_inde
     # found, so one search at the batch's largest k would answer a request by what came beside it; a link
     # re-orders the index's RERANKED best with string evidence, so that is the least it searches
     from pearl.linking.link import RERANKED
-    from pearl.serve.app import _link
+    from pearl.serve.app import _link, _linked
     from pearl.serve.schemas import LinkRequest
 
     index = Index.load(export_index)
     searched, search = [], index.search
     index.search = lambda queries, k, vectors=None: (searched.append((queries, k)), search(queries, k, vectors))[1]
-    alone = _link(index, [LinkRequest(mentions=["Paris", "york"], k=2)])[0]
-    beside = _link(index, [LinkRequest(mentions=["Berlin"], k=5), LinkRequest(mentions=["Paris", "york"], k=2),
-                           LinkRequest(mentions=["Parma"], k=5)])
+    jobs = [LinkRequest(mentions=["Berlin"], k=5), LinkRequest(mentions=["Paris", "york"], k=2),
+            LinkRequest(mentions=["Parma"], k=5)]
+    alone = _linked(index, jobs[1], *_link(index, [jobs[1]])[0])
+    beside = [_linked(index, job, *found) for job, found in zip(jobs, _link(index, jobs))]
     depth = max(2, RERANKED), max(5, RERANKED)
     assert searched == [(["Paris", "york"], depth[0]), (["Paris", "york"], depth[0]), (["Berlin", "Parma"], depth[1])]
     assert [m.model_dump() for m in beside[1]] == [m.model_dump() for m in alone]
     assert [m.mention for m in beside[0] + beside[2]] == ["Berlin", "Parma"]
 
 
-def test_concurrent_requests_share_model_calls():
-    calls, gate = [], threading.Event()
-
+def gated_work(calls: list, gate: threading.Event):
+    """A batcher's work that records each batch, holds the model until `gate` is set, fails a batch holding "bad",
+    and answers ten times each job."""
     def work(jobs):
         calls.append(list(jobs))
         gate.wait(10)  # the first batch holds the model while the others queue up
         if "bad" in jobs:
             raise ValueError("boom")
         return [job * 10 for job in jobs]
+
+    return work
+
+
+def test_concurrent_requests_share_model_calls():
+    calls, gate = [], threading.Event()
+    work = gated_work(calls, gate)
 
     async def scenario():
         batcher = MicroBatcher(work, threading.Lock(), max_size=3)
@@ -146,6 +153,51 @@ def test_concurrent_requests_share_model_calls():
     assert results == [10, 20, 30, 40, 50] and after == 60
     assert calls[:3] == [[1], [2, 3, 4], [5]]  # at most 3 texts a call, the queue's order kept
     assert isinstance(failed[0], ValueError)
+
+
+def test_a_failed_batch_is_run_again_request_by_request_and_only_the_bad_one_fails():
+    calls, gate = [], threading.Event()
+    work = gated_work(calls, gate)
+
+    async def scenario():
+        batcher = MicroBatcher(work, threading.Lock(), max_size=8)
+        batcher.start()
+        first = asyncio.create_task(batcher.submit(1, 1))
+        await asyncio.sleep(0.05)
+        rest = [asyncio.create_task(batcher.submit(job, 1)) for job in (2, "bad", 3)]
+        await asyncio.sleep(0.05)
+        gate.set()
+        results = await asyncio.gather(first, *rest, return_exceptions=True)
+        await batcher.stop()
+        return results
+
+    one, two, bad, three = asyncio.run(scenario())
+    assert (one, two, three) == (10, 20, 30) and isinstance(bad, ValueError)
+    assert calls == [[1], [2, "bad", 3], [2], ["bad"], [3]]
+
+
+def test_a_request_past_its_timeout_is_dropped_and_its_work_never_runs():
+    from pearl.serve.batcher import RequestTimeout
+
+    calls, gate = [], threading.Event()
+    work = gated_work(calls, gate)
+
+    async def scenario():
+        batcher = MicroBatcher(work, threading.Lock(), max_size=1)
+        batcher.start()
+        held = asyncio.create_task(batcher.submit(1, 1, timeout=0.2))  # runs, and is answered too late
+        await asyncio.sleep(0.05)
+        queued = await asyncio.gather(batcher.submit(2, 1, timeout=0.2), return_exceptions=True)  # never starts
+        gate.set()
+        held = await asyncio.gather(held, return_exceptions=True)
+        after = await batcher.submit(3, 1)
+        await batcher.stop()
+        return held[0], queued[0], after
+
+    held, queued, after = asyncio.run(scenario())
+    assert isinstance(held, RequestTimeout) and isinstance(queued, RequestTimeout) and after == 30
+    assert "--request-timeout" in str(held)
+    assert calls == [[1], [3]]  # the request that timed out in the queue was dropped, not run
 
 
 def test_a_string_index_serves_links_but_refuses_vectors_and_types(string_index):
@@ -192,7 +244,8 @@ def test_bad_flags_are_one_line_errors_before_any_model_loads(string_index, tmp_
 @pytest.mark.slow
 def test_a_real_uvicorn_process_answers_over_http(export_index, export):
     port = _free_port()
-    command = [str(Path(sys.executable).with_name("pearl")), "serve", "--index", str(export_index), "--port", str(port)]
+    command = [str(Path(sys.executable).with_name("pearl")), "serve", "--index", str(export_index), "--port", str(port),
+               "--max-connections", "3"]
     server = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                               env={**os.environ, "HF_HUB_OFFLINE": "1", "PEARL_API_KEY": KEY})
     base = f"http://127.0.0.1:{port}"
@@ -206,8 +259,13 @@ def test_a_real_uvicorn_process_answers_over_http(export_index, export):
             except httpx.TransportError:
                 assert time.monotonic() < deadline, "pearl serve did not start in 120 s"
                 time.sleep(0.5)
-        assert health.json()["count"] == len(NAMES)  # /health needs no key
+        assert health.json() == {"status": "ok"}  # /health needs no key, and without it shows no manifest
         http = httpx.Client(base_url=base, headers={"Authorization": f"Bearer {KEY}"}, timeout=30)
+        assert http.get("/health").json()["count"] == len(NAMES)
+        # a page on another name that resolves to 127.0.0.1 (DNS rebinding) sends its own Host
+        rebound = http.get("/health", headers={"Host": f"attacker.example:{port}"})
+        assert rebound.status_code == 421 and "DNS rebinding" in rebound.json()["error"]
+        assert httpx.get(f"http://localhost:{port}/health", timeout=5).status_code == 200
         linked = http.post("/link", json={"mentions": ["Paris", "Berlin"], "k": 1}).json()
         assert [r["candidates"][0]["id"] for r in linked["results"]] == ["PA", "BE"]
         types = http.post("/types", json={"phrases": ["grown man"]}).json()["types"]
@@ -221,6 +279,18 @@ def test_a_real_uvicorn_process_answers_over_http(export_index, export):
         assert np.dot(vectors.data[0].embedding, http.post("/embed", json={"texts": ["Paris"]}).json()["vectors"][0]) \
             >= 0.9999
         assert 'pearl_requests_total{route="/v1/embeddings",status="200"} 1.0' in http.get("/metrics").text
+        http.close()
+        # connections that are opened and left idle count against --max-connections: past it, uvicorn answers 503
+        idle = [socket.create_connection(("127.0.0.1", port)) for _ in range(3)]
+        try:
+            assert httpx.get(f"{base}/health", timeout=5).status_code == 503
+        finally:
+            for connection in idle:
+                connection.close()
+        deadline = time.monotonic() + 10
+        while httpx.get(f"{base}/health", timeout=5).status_code != 200:  # the server noticed the closed ones
+            assert time.monotonic() < deadline, "the server still refused after its idle connections closed"
+            time.sleep(0.1)
     finally:
         server.terminate()
         server.wait(timeout=30)
@@ -231,24 +301,32 @@ KEY = "s3cret-key"
 
 @pytest.fixture(scope="module")
 def keyed(export_index):
-    service, index, _ = build_app(export_index, settings=ServeSettings(max_texts=4, max_chars=50, max_queued_texts=6,
-                                                                       api_key=KEY))
-    # a crash is the 500 it answers, not an exception raised in the test
-    with TestClient(service, headers={"Authorization": f"Bearer {KEY}"}, raise_server_exceptions=False) as test_client:
+    settings = ServeSettings(max_texts=4, max_chars=50, max_queued_texts=6, max_candidates=1000,
+                             max_queued_candidates=2000, api_key=KEY)
+    service, index, _ = build_app(export_index, settings=settings, bind_host="127.0.0.1")
+    # a crash is the 500 it answers, not an exception raised in the test; a loopback bind answers loopback names
+    with TestClient(service, base_url="http://localhost", headers={"Authorization": f"Bearer {KEY}"},
+                    raise_server_exceptions=False) as test_client:
         yield test_client, index
 
 
+# what two held requests fill, and the gauge that shows them admitted
+HELD = {"texts": ("/embed", {"texts": ["a", "b", "c"]}, "pearl_queued_texts 6.0"),  # `keyed`'s --max-queued-texts
+        "candidates": ("/link", {"mentions": ["a"], "k": 1000}, "pearl_queued_candidates 2000.0")}  # and candidates
+
+
 @contextlib.contextmanager
-def queue_full(client, index, queued: int = 6):
-    """The model held busy by two requests of 3 texts each (`keyed`'s --max-queued-texts), until the block ends;
-    then both must have been answered."""
+def queue_full(client, index, what: str = "texts"):
+    """The model held busy by two requests that fill `keyed`'s queue of texts or of candidates, until the block
+    ends; then both must have been answered."""
+    path, body, gauge = HELD[what]
     gate, encode = threading.Event(), index.encoder.encode
     index.encoder.encode = lambda texts: (gate.wait(30), encode(texts))[1]
     try:
         with ThreadPoolExecutor(2) as pool:
-            held = [pool.submit(client.post, "/embed", json={"texts": ["a", "b", "c"]}) for _ in range(2)]
+            held = [pool.submit(client.post, path, json=body) for _ in range(2)]
             deadline = time.monotonic() + 30
-            while f"pearl_queued_texts {queued:.1f}" not in client.get("/metrics").text:  # both admitted
+            while gauge not in client.get("/metrics").text:  # both admitted
                 assert time.monotonic() < deadline, "the two held requests were not queued in 30 s"
                 time.sleep(0.05)
             yield
@@ -259,14 +337,14 @@ def queue_full(client, index, queued: int = 6):
         gate.set()
 
 
-def test_the_openai_client_gets_the_vectors_of_embed(keyed):
+def test_the_openai_client_gets_the_vectors_of_embed(keyed, export_index):
     import openai
 
     client, _ = keyed
     texts = ["New York", "grown man", "Pariss"]
     want = np.asarray(client.post("/embed", json={"texts": texts}).json()["vectors"])
     served = client.get("/health").json()["model"]
-    api = openai.OpenAI(base_url="http://testserver/v1", api_key=KEY, http_client=client, max_retries=0)
+    api = openai.OpenAI(base_url="http://localhost/v1", api_key=KEY, http_client=client, max_retries=0)
     for encoding in ("float", "base64", openai.omit):  # unless told, the client asks for base64 and decodes it
         answer = api.embeddings.create(model=served, input=texts, encoding_format=encoding)
         got = np.asarray([np.frombuffer(base64.b64decode(item.embedding), "<f4") if encoding == "base64"
@@ -279,14 +357,20 @@ def test_the_openai_client_gets_the_vectors_of_embed(keyed):
 
     for key, words in ((None, "no API key"), ("wrong", "a wrong API key")):
         headers = {"Authorization": "" if key is None else f"Bearer {key}"}
-        stranger = TestClient(client.app, headers=headers)
+        stranger = TestClient(client.app, base_url="http://localhost", headers=headers)
         refused = stranger.post("/v1/embeddings", json={"input": "a", "model": served})
         assert refused.status_code == 401 and words in refused.json()["error"]["message"]
         assert stranger.post("/embed", json={"texts": ["a"]}).status_code == 401
         assert stranger.get("/metrics").status_code == 401
-        assert stranger.get("/health").status_code == 200  # a load balancer's probe needs no key
+        # a load balancer's probe needs no key, and a stranger learns nothing from it
+        assert stranger.get("/health").json() == {"status": "ok"}
+    health = client.get("/health").json()  # with the key
+    assert health["status"] == "ok" and health["count"] == len(NAMES) and health["batches"] >= 1
+    # the model by its folder's name: where it lies on the server is not the client's business
+    assert health["manifest"]["model"]["id"] == health["model"] == served
+    assert "/" not in served and str(export_index.parent) not in json.dumps(health)
     with pytest.raises(openai.AuthenticationError, match="a wrong API key"):
-        openai.OpenAI(base_url="http://testserver/v1", api_key="wrong", http_client=client, max_retries=0) \
+        openai.OpenAI(base_url="http://localhost/v1", api_key="wrong", http_client=client, max_retries=0) \
             .embeddings.create(model=served, input="a")
     with pytest.raises(openai.UnprocessableEntityError, match="is not served here"):
         api.embeddings.create(model="text-embedding-3-small", input="a")
@@ -313,7 +397,7 @@ def test_a_big_body_is_refused_before_parsing_and_a_flood_beyond_the_queue_gets_
     assert 'pearl_request_seconds_bucket{le="0.005",route="/embed"}' in metrics
 
 
-def test_every_refusal_and_a_crash_answer_in_one_shape(keyed):
+def test_every_refusal_and_a_crash_answer_in_one_shape(keyed, caplog):
     client, index = keyed
     for method, path, status, words in (("GET", "/nowhere", 404, "no route /nowhere"),
                                         ("GET", "/embed", 405, "GET /embed: not allowed here; send POST")):
@@ -324,15 +408,20 @@ def test_every_refusal_and_a_crash_answer_in_one_shape(keyed):
     assert 400 <= deep.status_code < 500 and deep.json().keys() == {"error"}, deep.text
 
     def crash(texts):
-        raise RuntimeError("disk gone\nsecond line")
+        raise RuntimeError("disk gone at /srv/secret/path\nsecond line")
 
     encode, index.encoder.encode = index.encoder.encode, crash
     try:
-        answer = client.post("/embed", json={"texts": ["a"]})
+        with caplog.at_level(logging.ERROR, logger="pearl.serve"):
+            answer = client.post("/embed", json={"texts": ["a"]})
         assert answer.status_code == 500
-        assert answer.json() == {"error": "internal error (RuntimeError: disk gone); the server's log has the rest"}
+        request_id = answer.headers["X-Request-ID"]
+        # the client gets an id to quote, never the exception, which can name a server path
+        assert answer.json() == {"error": f"internal error, request id {request_id}: the server's log has it"}
+        logged = [record for record in caplog.records if request_id in record.getMessage()]
+        assert logged and "disk gone at /srv/secret/path" in str(logged[0].exc_info[1])
         openai_shape = client.post("/v1/embeddings", json={"input": "a"}).json()["error"]
-        assert openai_shape["type"] == "server_error" and "disk gone" in openai_shape["message"]
+        assert openai_shape["type"] == "server_error" and "secret" not in openai_shape["message"]
     finally:
         index.encoder.encode = encode
 

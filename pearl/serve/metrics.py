@@ -11,8 +11,9 @@ _TEXTS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
 
 
 class ServeMetrics:
-    def __init__(self, queued_texts):
-        """`queued_texts`: a callable giving the texts waiting for or in a model call now."""
+    def __init__(self, queued_texts, queued_candidates):
+        """`queued_texts`, `queued_candidates`: callables giving the texts, and /link's candidates, waiting for or in
+        a model call now."""
         self.registry = CollectorRegistry()
         self.requests = Counter("pearl_requests", "HTTP requests answered, by route and status",
                                 ("route", "status"), registry=self.registry)
@@ -22,6 +23,9 @@ class ServeMetrics:
                                      ("endpoint",), buckets=_TEXTS, registry=self.registry)
         self.queue = Gauge("pearl_queued_texts", "Texts waiting for or in a model call", registry=self.registry)
         self.queue.set_function(queued_texts)
+        self.candidates = Gauge("pearl_queued_candidates", "/link candidates (mentions × k) waiting for or in a model call",
+                                registry=self.registry)
+        self.candidates.set_function(queued_candidates)
         self.refused = Counter("pearl_queue_full", "Requests refused with 429 because the queue was full",
                                registry=self.registry)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import socket
+import sys
 from pathlib import Path
 
 from pearl.errors import PearlError
@@ -44,7 +45,7 @@ def load_types(index: Index, types_model: Path | None) -> TypeModel | None:
 
 
 def build_app(index_dir: Path, model: str | None = None, types_model: Path | None = None,
-              settings: ServeSettings = ServeSettings()):
+              settings: ServeSettings = ServeSettings(), bind_host: str | None = None):
     manifest = read_manifest(index_dir)  # a missing or foreign folder is one line before any model loads
     if manifest["count"] == 0:
         raise PearlError(f"--index {index_dir}: holds no names; add some with `pearl index add`")
@@ -52,7 +53,8 @@ def build_app(index_dir: Path, model: str | None = None, types_model: Path | Non
         raise PearlError(f"--types-model {types_model}: no such folder")
     index = Index.load(index_dir, model)
     types = load_types(index, types_model)
-    return create_app(index, manifest, settings, types, served_as=model or manifest["model"]["id"]), index, types
+    return (create_app(index, manifest, settings, types, served_as=model or manifest["model"]["id"],
+                       bind_host=bind_host), index, types)
 
 
 def serve(index_dir: Path, host: str, port: int, model: str | None, types_model: Path | None,
@@ -60,8 +62,12 @@ def serve(index_dir: Path, host: str, port: int, model: str | None, types_model:
     import uvicorn
 
     check_port_free(host, port)
-    app, index, types = build_app(index_dir, model, types_model, settings)
+    app, index, types = build_app(index_dir, model, types_model, settings, bind_host=host)
     print(f"serving {len(index)} names of {index_dir} with {index.encoder.card.id} on http://{host}:{port} "
           f"(OpenAPI page: /docs; /types: {'off' if types is None else types.id}; API key: "
           f"{'required' if settings.api_key else 'none, anyone who reaches the port is served'})", flush=True)
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    # a thread that holds the GIL (a large /link answer being built) yields it every 1 ms instead of 5: a short
+    # request's many small steps each wait for it once
+    sys.setswitchinterval(0.001)
+    # past limit_concurrency open connections and tasks, uvicorn answers 503 before the app reads a request
+    uvicorn.run(app, host=host, port=port, log_level="warning", limit_concurrency=settings.max_connections)

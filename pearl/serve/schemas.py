@@ -112,13 +112,16 @@ class OpenAIEmbeddingsResponse(BaseModel):
 
 
 class Health(BaseModel):
+    """`status` alone, unless the request carries the server's API key (a server without one shows no more)."""
+
     status: str = Field(description="ok once the index and its model are loaded")
-    model: str = Field(description="the index's model name; requests may name it in their `model` field")
-    count: int = Field(description="how many names the index holds")
-    manifest: dict = Field(description="the index's manifest.json (format, pearl version, encoder, index kind), "
-                                       "its model named as `model` is")
-    types_model: str | None = Field(description="the PEARL export POST /types uses, or null when it is off")
-    batches: int = Field(description="model calls so far: fewer than requests when concurrent requests were batched")
+    model: str | None = Field(None, description="the index's model name; requests may name it in their `model` field")
+    count: int | None = Field(None, description="how many names the index holds")
+    manifest: dict | None = Field(None, description="the index's manifest.json (format, pearl version, encoder, index "
+                                                    "kind), its model named as `model` is")
+    types_model: str | None = Field(None, description="the PEARL export POST /types uses, or null when it is off")
+    batches: int | None = Field(None, description="model calls so far: fewer than requests when concurrent requests "
+                                                  "were batched")
 
 
 class Error(BaseModel):

@@ -63,6 +63,8 @@ from pearl.joining.autofj_tables import SPLIT_NAMES, summary_tables, tables_from
 from pearl.joining.join import CALIBRATION_QUANTILE, best_matches
 from pearl.log import configure_logging
 
+TIMING_HEAD = "<!-- written by benchmarks/join_autofj.py --same-run-timing -->\n\n"
+
 
 def truth(gt) -> dict[int, int]:
     return dict(zip(gt["id_r"].astype(int), gt["id_l"].astype(int)))
@@ -144,6 +146,21 @@ def machine() -> dict:
             "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "load_average_start": os.getloadavg()[0]}
 
 
+def _shown(model: str) -> str:
+    """A model as the tables name it: a folder inside the working folder by its relative path, never by where the
+    machine keeps it."""
+    path = Path(model)
+    return str(path.resolve().relative_to(Path.cwd())) if path.is_absolute() and path.resolve().is_relative_to(
+        Path.cwd()) else model
+
+
+def write_timing(timing: dict, markdown: Path | None) -> None:
+    table = timing_table(timing)
+    print("\n" + table)
+    if markdown:
+        markdown.write_text(TIMING_HEAD + table)
+
+
 def time_same_run(names: list[str], models: list[str], autofj_python: Path, autofj_precision: float,
                   precision_target: float) -> dict:
     """The seconds of AutoFJ and of each encoder's `pearl join` on each dataset, in turn, and of each model's load."""
@@ -152,7 +169,7 @@ def time_same_run(names: list[str], models: list[str], autofj_python: Path, auto
     timing = {"machine": machine(), "autofj_precision": autofj_precision, "precision_target": precision_target,
               "load_seconds": {}, "datasets": {}}
     encoders, few = {}, pl.DataFrame({"title": ["Paris", "London", "Berlin"]})
-    for model in models:
+    for model in map(_shown, models):
         start = time.perf_counter()
         encoders[model] = load_encoder(model)
         # the join's imports and first forward pass, which would otherwise fall on the first dataset; AutoFJ's
@@ -193,6 +210,8 @@ def main() -> None:
                         help=f"the halves --markdown writes, of {','.join(SPLIT_NAMES)} (default: the README's)")
     parser.add_argument("--tables-from", nargs="+", default=None, metavar="[LABEL=]FILE",
                         help="join nothing: print (and with --markdown write) the tables of these --out files")
+    parser.add_argument("--timing-from", type=Path, metavar="JSON",
+                        help="time nothing: the table of a --same-run-timing --out file (with --markdown, written)")
     parser.add_argument("--same-run-timing", nargs="*", default=None, metavar="NAME",
                         help="score nothing: time AutoFJ, run now, and each encoder's `pearl join` on these datasets "
                              "(none named: every 10th by name) in this run; --markdown writes the table, --out JSON")
@@ -203,6 +222,8 @@ def main() -> None:
     splits = [SPLIT_NAMES[s] for s in args.markdown_splits.split(",")]
     if args.tables_from:
         return tables_from(args.tables_from, args.markdown, splits)
+    if args.timing_from:
+        return write_timing(json.loads(args.timing_from.read_text()), args.markdown)
     configure_logging()
     if args.same_run_timing is not None:
         unknown = set(args.same_run_timing) - set(data.autofj_names())
@@ -210,13 +231,9 @@ def main() -> None:
             parser.error(f"--same-run-timing: no AutoFJ dataset {', '.join(sorted(unknown))}")
         timing = time_same_run(args.same_run_timing or data.autofj_names()[::10], args.models.split(","),
                                args.autofj_python, args.autofj_precision, args.precision_target)
-        table = timing_table(timing)
-        print("\n" + table)
-        if args.markdown:
-            args.markdown.write_text("<!-- written by benchmarks/join_autofj.py --same-run-timing -->\n\n" + table)
         if args.out:
             args.out.write_text(json.dumps(timing, indent=2) + "\n")
-        return
+        return write_timing(timing, args.markdown)
     names = data.autofj_names()[: args.datasets]
     from autofj.datasets import load_data
 

@@ -32,6 +32,7 @@ Data sets:
     python benchmarks/peers.py --sets aliases --tools string,rapidfuzz --tasks link      # a quick look
     python benchmarks/peers.py --tables-from metrics/peers/peers.json --markdown t.md   # tables only
     python benchmarks/peers.py --tables-from a.json b.json --markdown t.md   # b's rows replace a's
+    python benchmarks/peers.py --rerender     # the committed tables, from the runs in TABLE_RUNS
 """
 
 from __future__ import annotations
@@ -332,6 +333,25 @@ def machine() -> dict:
     return {"cpu": cpu, "cores": os.cpu_count(), "date": f"{datetime.now(timezone.utc):%Y-%m-%d}"}
 
 
+# the runs the committed tables are rendered from, in order (a later run's row replaces an earlier one's);
+# docs/peers.md says what each holds
+TABLE_RUNS = [ROOT / "metrics" / "peers" / f"{name}.json" for name in (
+    "peers", "rerun", "static_splink", "dedupe", "rapidfuzz_dedupe", "generated", "generated_small", "latin_aliases",
+    "pooled_link", "pooled_link_more", "pooled_link_generated", "pooled_link_generated_small", "mixed_dedupe",
+    "mixed_dedupe_static_aliases")]
+TABLE = ROOT / "metrics" / "peers" / "peers.md"
+SUMMARY = ROOT / "metrics" / "peers" / "summary.md"  # the README's
+
+
+def tables_of(paths: list[Path]) -> tuple[list[dict], dict]:
+    """(rows, meta) of several --out files: a later file's row replaces an earlier one's of the same data set, tool
+    and task; the first file's meta, with every file's date."""
+    runs = [json.loads(path.read_text()) for path in paths]
+    merged = {(r["set"], r["tool"], r["task"]): r for run in runs for r in run["rows"]}
+    meta = {**runs[0]["meta"], "date": ", ".join(dict.fromkeys(run["meta"]["date"] for run in runs))}
+    return list(merged.values()), meta
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sets", default="generated,aliases,autofj",
@@ -348,12 +368,14 @@ def main() -> None:
     parser.add_argument("--tables-from", type=Path, nargs="+", metavar="JSON",
                         help="run nothing: the tables of --out files; a later file's row replaces an earlier one's "
                              "of the same data set, tool and task")
+    parser.add_argument("--rerender", action="store_true",
+                        help="run nothing: write the committed tables (metrics/peers/peers.md and summary.md) from "
+                             "TABLE_RUNS")
     args = parser.parse_args()
+    if args.rerender:
+        args.tables_from, args.markdown, args.summary = TABLE_RUNS, TABLE, SUMMARY
     if args.tables_from:
-        runs = [json.loads(path.read_text()) for path in args.tables_from]
-        merged = {(r["set"], r["tool"], r["task"]): r for run in runs for r in run["rows"]}
-        rows, meta = list(merged.values()), runs[0]["meta"]
-        meta["date"] = ", ".join(dict.fromkeys(run["meta"]["date"] for run in runs))
+        rows, meta = tables_of(args.tables_from)
     else:
         tools, tasks, sets = args.tools.split(","), args.tasks.split(","), args.sets.split(",")
         unknown = [t for t in tools if t not in TOOLS] + [t for t in tasks if t not in TASKS] + [

@@ -10,8 +10,10 @@
   two left names do ("2008" / "2012");
   `score` is then each join's estimated probability of being right. AutoFJ's estimates are means over right
   rows, so past `sample` (20,000) right rows the choice is made on a random sample of them and then applied
-  to every row, a chunk at a time: memory grows with the left table and the sample, not the right table. On
-  the 50 AutoFJ datasets it
+  to every row, a chunk at a time: the choice's memory grows with the left table and the sample. The right
+  table still costs memory, more slowly: both tables are read whole, and the 3-gram vocabulary is fitted on
+  both (metrics/verbs_scale.md: from 10,000 to 1,000,000 right rows, peak memory rose by a third for `string`
+  and by half for PEARL-small). On the 50 AutoFJ datasets it
   recalls far more than the calibrated cut below at about the same precision (the README's
   join table, from benchmarks/join_autofj.py).
 - Fixed scoring instead, when `threshold`, `calibration_quantile` or `string_weight` is given:
@@ -186,6 +188,11 @@ def left_neighbour_cut(index: Index, string_weight: float, quantile: float) -> f
     return float(np.quantile(other, quantile))
 
 
+def check_how(how: str) -> None:
+    if how not in HOW:
+        raise PearlError(f"--how {how!r}: inner or left")
+
+
 def join(left, right, left_on: str, right_on: str, model: str = "models/pearl", how: str = "inner",
          threshold: float | None = None, string_weight: float = 0.0, candidates: int = 10,
          calibration_quantile: float | None = None, *, encoder: Encoder | None = None,
@@ -193,8 +200,7 @@ def join(left, right, left_on: str, right_on: str, model: str = "models/pearl", 
     """Join polars or pandas DataFrames; returns the right rows with their best left rows. By default the scoring
     and cut are chosen for precision 0.9 (`precision_target`), on `sample` right rows at most; `threshold`,
     `calibration_quantile` or `string_weight` asks for a fixed scoring instead."""
-    if how not in HOW:
-        raise PearlError(f"--how {how!r}: inner or left")
+    check_how(how)
     left_pl, right_pl = as_polars(left), as_polars(right)
     matches = best_matches(left_pl, right_pl, left_on, right_on, encoder or model, threshold, string_weight,
                            candidates, calibration_quantile, precision_target, sample)

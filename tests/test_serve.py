@@ -205,10 +205,13 @@ def test_a_string_index_serves_links_but_refuses_vectors_and_types(string_index)
     with TestClient(service) as client:
         linked = client.post("/link", json={"mentions": ["Pariss"], "k": 1}).json()["results"][0]
         assert linked["candidates"][0]["id"] == "PA"
-        for path, body, words in (("/embed", {"texts": ["a"]}, "has no vectors"),
+        for path, body, words in (("/embed", {"texts": ["a"]}, "has no vectors: serve an index built with an "
+                                                               "embedding model to use /embed"),
+                                  ("/v1/embeddings", {"input": "a"}, "has no vectors"),
                                   ("/types", {"phrases": ["a"]}, "--types-model")):
             sent = client.post(path, json=body)
-            assert sent.status_code == 400 and words in sent.json()["error"]
+            error = sent.json()["error"]
+            assert sent.status_code == 400 and words in (error["message"] if path.startswith("/v1/") else error)
 
 
 def test_the_openapi_page_describes_every_field(client):

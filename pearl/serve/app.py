@@ -195,11 +195,14 @@ def create_app(index: Index, manifest: dict, settings: ServeSettings = ServeSett
             except PearlError as error:
                 raise BadRequest(str(error)) from None
 
+    def vectors_served(route: str) -> None:
+        if index.encoder.kind == STRING:
+            raise BadRequest(f"this index's encoder is `string`, which has no vectors: serve an index built with "
+                             f"an embedding model to use {route}", 400)
+
     @app.post("/embed", response_model=EmbedResponse, summary="The vectors of the texts")
     async def embed(body: EmbedRequest) -> EmbedResponse:
-        if index.encoder.kind == STRING:
-            raise BadRequest("this index's encoder is `string`, which has no vectors: serve an index built with "
-                             "an embedding model to use /embed", 400)
+        vectors_served("/embed")
         check(body.texts, "texts", body.model, model_id, names)
         vectors, _ = await embedder.submit((body.texts, False), len(body.texts), timeout=settings.request_timeout)
         return await _json(lambda: EmbedResponse(model=model_id, dimension=vectors.shape[1], vectors=vectors.tolist()))
@@ -207,9 +210,7 @@ def create_app(index: Index, manifest: dict, settings: ServeSettings = ServeSett
     @app.post("/v1/embeddings", response_model=OpenAIEmbeddingsResponse,
               summary="OpenAI's embeddings API: the vectors of the texts, as the `openai` client reads them")
     async def openai_embeddings(body: OpenAIEmbeddingsRequest) -> OpenAIEmbeddingsResponse:
-        if index.encoder.kind == STRING:
-            raise BadRequest("this index's encoder is `string`, which has no vectors: serve an index built with "
-                             "an embedding model to use /v1/embeddings", 400)
+        vectors_served("/v1/embeddings")
         texts = _openai_texts(body.input)
         check(texts, "input", body.model, model_id, names)
         dimension = index.encoder.card.dimension

@@ -15,6 +15,7 @@ import typer
 import yaml
 
 from pearl.errors import MissingModelError, PearlError
+from pearl.extras import missing_extra
 from pearl.lone_surrogates import reject_lone_surrogate
 from pearl.log import configure_logging
 from pearl.params import Params, load_params
@@ -78,6 +79,11 @@ def _one_line_errors() -> Iterator[None]:
         yield
     except PearlError as error:
         typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(1) from None
+    except ModuleNotFoundError as error:
+        if (missing := missing_extra(error)) is None:
+            raise
+        typer.echo(f"error: {missing}", err=True)
         raise typer.Exit(1) from None
     except (Terminated, Exception) as error:
         if not _stopped_by_sigterm(error):
@@ -494,7 +500,7 @@ def join(
     ray_workers: RayWorkersOption = 2,
 ) -> None:
     """Fuzzy join: each RIGHT row gets its best LEFT row, by join functions and a cut chosen for precision 0.9."""
-    from pearl.joining.join import HOW, assemble, best_matches, explain as explain_scores
+    from pearl.joining.join import assemble, best_matches, check_how, explain as explain_scores
     from pearl.tables import check_output, read_table, write_table
 
     def work() -> None:
@@ -503,8 +509,7 @@ def join(
                 raise PearlError("give --out FILE for the joined table, or --explain to see the scores")
             if out is not None:
                 check_output(out)
-            if how not in HOW:
-                raise PearlError(f"--how {how!r}: inner or left")
+            check_how(how)
             left_df, right_df = read_table(left), read_table(right)
             matches = best_matches(left_df, right_df, left_on, right_on, _encoder_loader(model, ray), threshold,
                                    string_weight, candidates, calibration_quantile, precision_target, sample)
@@ -611,16 +616,17 @@ def serve(
 ) -> None:
     """Serve an index and its model over HTTP: POST /embed, /link, /types and OpenAI's /v1/embeddings; GET /health
     and /metrics; OpenAPI page at /docs."""
-    from pearl.serve.app import ServeSettings
-    from pearl.serve.run import serve as run_server
+    def work() -> None:
+        from pearl.serve.app import ServeSettings
+        from pearl.serve.run import serve as run_server
 
-    _product(lambda: run_server(index_dir, host, port, model, types_model,
-                                ServeSettings(max_texts=max_texts, max_chars=max_chars, batch_texts=batch_texts,
-                                              max_body_bytes=max_body_bytes, max_queued_texts=max_queued_texts,
-                                              max_candidates=max_candidates,
-                                              max_queued_candidates=max_queued_candidates,
-                                              request_timeout=request_timeout, max_connections=max_connections,
-                                              api_key=api_key)))
+        run_server(index_dir, host, port, model, types_model,
+                   ServeSettings(max_texts=max_texts, max_chars=max_chars, batch_texts=batch_texts,
+                                 max_body_bytes=max_body_bytes, max_queued_texts=max_queued_texts,
+                                 max_candidates=max_candidates, max_queued_candidates=max_queued_candidates,
+                                 request_timeout=request_timeout, max_connections=max_connections, api_key=api_key))
+
+    _product(work)
 
 
 @app.command()

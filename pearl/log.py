@@ -20,8 +20,10 @@ def configure_logging(verbose: bool = False) -> None:
     # faiss logs each CPU-specific build it tries before the one that loads
     logging.getLogger("faiss.loader").setLevel(logging.WARNING)
     if not verbose:
-        from huggingface_hub.utils import disable_progress_bars
-
+        try:
+            from huggingface_hub.utils import disable_progress_bars
+        except ModuleNotFoundError:  # an install without the [models] extra shows no model library's bars
+            return
         disable_progress_bars()  # transformers' bars ("Loading weights") too: it reads this setting when imported
 
 

@@ -39,7 +39,7 @@ stamp=.venv/.pearl-install-hash
 want=$(cat pyproject.toml constraints.txt | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "setup: installing Python packages into .venv" >&2
-  uv_install -c constraints.txt -e ".[dev]"
+  uv_install -c constraints.txt -e ".[all,dev]"
   echo "$want" >"$stamp"
 fi
 

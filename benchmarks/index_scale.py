@@ -1,6 +1,6 @@
 """`pearl index` at scale: build time, memory, query latency and approximate-search recall.
 
-Names: mining's realistic pool, pearl/negatives/phrase_pool.py (our phrases, the AutoFJ titles,
+Names: mining's realistic pool, benchmarks/phrase_pool.py (our phrases, the AutoFJ titles,
 the YAGO/UMLS names, then typo / dropped-word / added-word variants of them) up to `--size`.
 They are encoded once and cached (`--cache`), so the index figures exclude encoding; queries are
 1,000 further variants that are not in the index.
@@ -30,7 +30,7 @@ from pearl.index.encoder import EmbeddingEncoder
 from pearl.index.phrase_index import Index, IndexSettings
 from pearl.log import configure_logging
 from pearl.model_ids import model_cache
-from pearl.negatives.phrase_pool import phrases_of_size, real_phrases, variant
+from phrase_pool import phrases_of_size, real_phrases, variant
 
 
 def resident_mb() -> float:

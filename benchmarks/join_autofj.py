@@ -59,7 +59,7 @@ import polars as pl
 
 from pearl.bench import data
 from pearl.index.encoder import load_encoder
-from pearl.joining.autofj_tables import SPLIT_NAMES, summary_tables, tables_from, timing_table, write_markdown
+from autofj_tables import SPLIT_NAMES, summary_tables, tables_from, timing_table, write_markdown
 from pearl.joining.join import CALIBRATION_QUANTILE, best_matches
 from pearl.log import configure_logging
 

@@ -32,7 +32,7 @@ from join_autofj import machine, scores_for  # noqa: E402
 from pearl.bench import data  # noqa: E402
 from pearl.index.encoder import load_encoder  # noqa: E402
 from pearl.joining import join, select  # noqa: E402
-from pearl.joining.autofj_tables import SPLITS  # noqa: E402
+from autofj_tables import SPLITS  # noqa: E402
 
 
 def select_at(ref: str):

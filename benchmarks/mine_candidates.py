@@ -21,8 +21,8 @@ import numpy as np
 
 from pearl.log import configure_logging
 from pearl.negatives import candidates as mining
-from pearl.negatives.phrase_pool import phrases_of_size, real_phrases
-from pearl.negatives.recall import brute_force_top_k, recall_at_k
+from phrase_pool import phrases_of_size, real_phrases
+from candidate_recall import brute_force_top_k, recall_at_k
 from pearl.negatives.stage import candidate_settings
 from pearl.params import load_params
 

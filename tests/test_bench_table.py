@@ -1,11 +1,11 @@
-"""pearl/experiments/bench_table.py: one folder per system, or one per seed with mean ± std."""
+"""benchmarks/bench_table.py: one folder per system, or one per seed with mean ± std."""
 
 import json
 
 import pytest
 
 from pearl.errors import PearlError
-from pearl.experiments.bench_table import scores, table
+from bench_table import scores, table
 
 
 def _folder(tmp_path, name, task_scores):

@@ -83,7 +83,6 @@ def test_a_command_whose_extra_is_missing_fails_in_one_line_naming_it(tmp_path, 
 @pytest.mark.slow
 def test_the_core_wheel_alone_runs_a_string_join(tmp_path):
     # the dependencies pyproject.toml gives the core are enough: the wheel in a new venv, without any extra
-    sys.path.insert(0, str(ROOT / "benchmarks"))
     from install_size import install, join_in, uv
 
     uv("build", "-q", "--wheel", "--out-dir", str(tmp_path / "dist"))

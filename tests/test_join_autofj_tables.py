@@ -1,10 +1,10 @@
-"""pearl/joining/autofj_tables.py, benchmarks/join_autofj.py's tables: --tables-from (earlier runs' rows, one
+"""benchmarks/autofj_tables.py, benchmarks/join_autofj.py's tables: --tables-from (earlier runs' rows, one
 version of the join per LABEL=FILE) and --same-run-timing's seconds."""
 
 import json
 
 from pearl.bench import data
-from pearl.joining.autofj_tables import SPLIT_NAMES, tables_from, timing_table
+from autofj_tables import SPLIT_NAMES, tables_from, timing_table
 
 
 def _run(path, system, precision):

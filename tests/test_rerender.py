@@ -4,7 +4,6 @@ results`), metrics/verbs_scale.md, the peers' tables and the AutoFJ same-run tim
 and --timing-from). The README's tables are checked against these in tests/test_docs.py."""
 
 import json
-import sys
 from pathlib import Path
 
 from pearl.experiments.definitions import load_tables
@@ -13,7 +12,6 @@ from pearl.params import load_params
 from pearl.report.summary import write_report
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
 
 
 def test_the_report_rerenders_from_the_committed_metrics(tmp_path):

@@ -466,3 +466,24 @@ def test_the_string_index_top_k_is_every_names_top_k_whether_or_not_its_candidat
     monkeypatch.setattr(trigrams, "_MARGIN", 0)
     assert not sets._candidates(queries, k, k)[2].all()
     assert trigrams.NameSets(names).top_k(queries, k)[1].tolist() == want_rows.tolist()
+
+
+def test_an_hnsw_index_is_the_same_bytes_at_any_thread_count():
+    # faiss adds to an HNSW graph on every OpenMP thread: the verbs' index (and so their searches) must not depend on
+    # how many there are (docs/measurements.md#hnsw-threads)
+    import faiss
+
+    from pearl.index.phrase_index import new_faiss_index
+
+    vectors = np.random.default_rng(0).standard_normal((20_000, 32)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    built, threads = [], faiss.omp_get_max_threads()
+    try:
+        for count in (1, 2, 4):
+            faiss.omp_set_num_threads(count)
+            index = new_faiss_index(32, exact=False, settings=IndexSettings())
+            index.add(vectors)
+            built.append(faiss.serialize_index(index).tobytes())
+    finally:
+        faiss.omp_set_num_threads(threads)
+    assert built[0] == built[1] == built[2]

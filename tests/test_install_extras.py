@@ -13,7 +13,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 # libraries of the extras: the core must never import them
 EXTRA_LIBRARIES = ("torch", "transformers", "sentence_transformers", "fastapi", "uvicorn", "prometheus_client", "ray",
-                   "dvc", "spacy", "datasets", "benepar", "gensim", "matplotlib", "model2vec")
+                   "dvc", "spacy", "datasets", "benepar", "gensim", "matplotlib")
 
 
 def _python(code: str) -> subprocess.CompletedProcess:
@@ -81,12 +81,13 @@ def test_a_command_whose_extra_is_missing_fails_in_one_line_naming_it(tmp_path, 
 
 
 @pytest.mark.slow
-def test_the_core_wheel_alone_runs_a_string_join(tmp_path):
+def test_the_core_wheel_alone_runs_a_string_join_and_a_static_link(tmp_path, tiny_static):
     # the dependencies pyproject.toml gives the core are enough: the wheel in a new venv, without any extra
-    from install_size import install, join_in, uv
+    from install_size import core_verbs, install, uv
 
     uv("build", "-q", "--wheel", "--out-dir", str(tmp_path / "dist"))
     installed = install(next((tmp_path / "dist").glob("pearl-*.whl")), "core", tmp_path / "venv")
     assert not installed["torch"]
-    assert join_in(tmp_path / "venv", tmp_path) == []
+    assert core_verbs(tmp_path / "venv", tmp_path, tiny_static[0]) == []
     assert pl.read_parquet(tmp_path / "joined.parquet")["name_left"].to_list() == ["New York", "Paris"]
+    assert pl.read_parquet(tmp_path / "linked.parquet")["mention"].unique().sort().to_list() == ["Pariss", "new york"]

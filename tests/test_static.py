@@ -13,40 +13,19 @@ from pearl.errors import MissingModelError, PearlError
 from pearl.model.export import export_sentence_transformer, load
 from pearl.model.phrase_model import ModelConfig, PhraseModel
 from pearl.static import stage
+from tests.conftest import TINY_STATIC_SPELLING as SPELLING
 
 TEXTS = ["zurich cafe", "new york times", "NYTimes", "Zürich café 🎉", "x" * 300]
-SPELLING = 0.3
 
 
-@pytest.fixture(scope="module")
-def source(tiny_encoder, tmp_path_factory) -> Path:
-    """A PEARL export of the tiny BERT with its 3-gram block, and the typed phrases beside it."""
-    torch.manual_seed(0)
-    model = PhraseModel(ModelConfig(str(tiny_encoder), "", 64, True, 8, 0.5)).eval()
-    root = tmp_path_factory.mktemp("static-source")
-    export_sentence_transformer(model, root / "pearl", spelling_weight=SPELLING, spelling_features=64)
-    pl.DataFrame({"phrase": ["zurich cafe", "new york times", "the zurich zoo"], "lex_type": ["NP"] * 3,
-                  "freq": [2] * 3, "ent_type": ["GPE"] * 3, "label": ["NP-GPE"] * 3, "label_id": [4] * 3}
-                 ).write_parquet(root / "phrases.parquet")
-    variants = [(p, v) for p in ("zurich cafe", "new york times", "the zurich zoo")
-                for v in (p.upper(), p.replace(" ", ""), p[::-1], p[:-1], f"{p} {p}", p.title(), p[1:], f"a {p}")]
-    pl.DataFrame({"phrase": [p for p, _ in variants], "level": ["char"] * len(variants),
-                  "method": ["test"] * len(variants), "variant": [v for _, v in variants]}
-                 ).write_parquet(root / "variants.parquet")
-    return root
+@pytest.fixture
+def source(tiny_static_source) -> Path:
+    return tiny_static_source
 
 
-@pytest.fixture(scope="module")
-def static(source, tmp_path_factory):
-    from pearl.params import load_params
-    from tests.conftest import ROOT
-
-    out = tmp_path_factory.mktemp("static") / "pearl-static"
-    params = load_params(ROOT / "params.yaml", {"static.pca_dims": 16, "static.vocabulary": "tokenizer+phrases",
-                                                "static.fit": "none", "static.spelling_weight": None})
-    numbers = stage.run(params, source=source / "pearl", out_dir=out, phrases=source / "phrases.parquet",
-                        metrics=out.parent / "static.json")
-    return out, numbers
+@pytest.fixture
+def static(tiny_static):
+    return tiny_static
 
 
 def test_the_static_export_is_its_token_vectors_plus_the_sources_3_gram_block(static):
@@ -100,11 +79,62 @@ def test_the_verbs_encoder_reads_whole_texts_in_large_batches(static):
     assert encoder.embedder.batch_size == STATIC_BATCH
     names = [f"name {i}" for i in range(STATIC_BATCH + 5)]
     assert [len(batch) for batch in encoder.embedder.batches(names)] == [STATIC_BATCH, 5]
-    assert np.allclose(encoder.encode(TEXTS), load(out).encode(TEXTS), atol=1e-6)
     # `pearl serve`'s OpenAI usage: the tokens the static module reads, no special tokens
-    from pearl.serve.app import token_count
+    assert encoder.token_count(["new york " * 100, "zoo"]) == 201
 
-    assert token_count(encoder.embedder, ["new york " * 100, "zoo"]) == 201
+
+@pytest.mark.parametrize("prefix", ["", "query: "])
+def test_the_verbs_encode_it_with_numpy_into_the_exports_own_vectors(static, prefix):
+    """The verbs' encoder runs model2vec and scikit-learn, not the export's torch modules, and gives their vectors
+    (to float rounding) and the same weights digest, so an index built by either accepts the other's queries."""
+    from pearl.embedder import Embedder
+    from pearl.index.encoder import _weights_sha256, load_encoder
+    from pearl.index.static_embedder import StaticEmbedder
+
+    out, _ = static
+    encoder = load_encoder(str(out), prefix)
+    assert isinstance(encoder.embedder, StaticEmbedder)
+    torch_side = Embedder(str(out), prefix, 64, 1 << 30, "cpu")
+    assert encoder.card.sha256 == _weights_sha256(torch_side.model)
+    assert encoder.card.dimension == torch_side.model.get_embedding_dimension()
+    texts = [*TEXTS, "", "🎉", "Zürich", *TEXTS]  # duplicates, a text of no token, one of unknown tokens
+    ours, theirs = encoder.encode(texts), torch_side.embed(texts)
+    assert ours.dtype == np.float32 and ours.shape == theirs.shape
+    assert np.abs(ours - theirs).max() < 1e-6
+    assert (np.argsort(-(ours @ ours.T), axis=1, kind="stable")[:, 0] ==
+            np.argsort(-(theirs @ theirs.T), axis=1, kind="stable")[:, 0]).all()
+
+
+def test_its_verbs_run_without_torch(static, tmp_path):
+    """The core install's promise: index, link and embed with PEARL-static import no transformer library."""
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    out, _ = static
+    pl.DataFrame({"name": ["New York Times", "Zurich cafe", "the zurich zoo"]}).write_csv(tmp_path / "left.csv")
+    pl.DataFrame({"name": ["NYTimes", "zurich zoo"]}).write_csv(tmp_path / "right.csv")
+    commands = [["index", "build", "--input", f"{tmp_path}/left.csv", "--column", "name", "--model", str(out),
+                 "--out", f"{tmp_path}/index"],
+                ["link", "--input", f"{tmp_path}/right.csv", "--column", "name", "--index", f"{tmp_path}/index",
+                 "--out", f"{tmp_path}/linked.parquet"],
+                ["embed", "zurich", "cafe", "--model", str(out), "--out", f"{tmp_path}/vectors.npy"]]
+    heavy = ("torch", "transformers", "sentence_transformers")
+    ran = subprocess.run([sys.executable, "-c", f"""
+import sys
+from pearl.cli import main
+for command in {commands!r}:
+    try:
+        main(command)
+    except SystemExit as stop:
+        assert not stop.code, (command, stop.code)
+print(sorted(m for m in {heavy!r} if m in sys.modules))
+"""], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    assert ran.stdout.strip().splitlines()[-1] == "[]"
+    assert pl.read_parquet(tmp_path / "linked.parquet")["mention"].unique().sort().to_list() == ["NYTimes", "zurich zoo"]
+    assert np.load(tmp_path / "vectors.npy").shape == (2, 16 + 64)
 
 
 def fit_run(source, make_params, out: Path, **overrides) -> dict:

@@ -17,9 +17,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from pearl.embedder import Embedder
+from pearl.embedder import STATIC_BATCH
 from pearl.errors import PearlError
+from pearl.index.static_embedder import StaticEmbedder, is_static_export
 from pearl.log import get_logger
+from pearl.model.export import is_pearl_export
 from pearl.pearl_base import check_trained
 
 if TYPE_CHECKING:
@@ -48,20 +50,38 @@ class EmbeddingEncoder:
 
     def __init__(self, model: str, prefix: str = "", batch_size: int = 128, device: str | None = None,
                  ray: RayEncoding | None = None):
-        self.embedder = Embedder(model, prefix, batch_size, _NO_LIMIT, device)
-        st = self.embedder.model
         # a local folder by its absolute path, so the index can be queried from anywhere
         model_id = str(Path(model).resolve()) if Path(model).is_dir() else model
-        self.card = ModelCard(model_id, self.kind, _weights_sha256(st), st.get_embedding_dimension(), prefix,
-                              None if self.embedder.static else st.max_seq_length)
+        if is_pearl_export(model) and is_static_export(model):
+            # PEARL-static runs no transformer: numpy's, without torch (the core install has none)
+            self._build = partial(StaticEmbedder, model_id, prefix, max(batch_size, STATIC_BATCH))
+            self.embedder = self._build()
+            self.card = ModelCard(model_id, self.kind, self.embedder.weights_sha256(), self.embedder.dimension,
+                                  prefix, None)
+        else:
+            from pearl.embedder import Embedder
+
+            self._build = partial(Embedder, model_id, prefix, batch_size, _NO_LIMIT, device)  # also on a Ray actor
+            self.embedder = self._build()
+            st = self.embedder.model
+            self.card = ModelCard(model_id, self.kind, _weights_sha256(st), st.get_embedding_dimension(), prefix,
+                                  None if self.embedder.static else st.max_seq_length)
         self.ray = ray
-        self._build = partial(Embedder, model_id, prefix, batch_size, _NO_LIMIT, device)  # the same, on a Ray actor
 
     def encode(self, texts: list[str]) -> np.ndarray:
         """L2-normalised float32 rows; inner product is cosine. On Ray actors with `ray`: the same bytes."""
         if self.ray is not None:
             return self.ray.encode(self.embedder, self._build, texts)
         return self.embedder.embed(texts)
+
+    def token_count(self, texts: list[str]) -> int:
+        """The tokens the model reads for these texts, special tokens included: what an API bills as usage."""
+        prefixed = [self.card.prefix + text for text in texts]
+        tokenizer = self.embedder.model.tokenizer
+        if self.embedder.static:  # a `tokenizers.Tokenizer`, which reads whole texts and adds no special tokens
+            return sum(len(encoding.ids) for encoding in tokenizer.encode_batch(prefixed, add_special_tokens=False))
+        ids = tokenizer(prefixed, truncation=True, max_length=self.card.max_tokens)["input_ids"]
+        return sum(len(row) for row in ids)
 
     def truncated(self, texts: list[str]) -> int:
         """How many texts are longer than the model reads (it truncates them)."""

@@ -293,18 +293,8 @@ def _embed(index: Index, jobs: Sequence[tuple[list[str], bool]]) -> list[tuple[n
     """Each job's vectors, and its token count where it asked for one (OpenAI's usage)."""
     texts_of = [texts for texts, _ in jobs]
     vectors = _split(index.encoder.encode(_joined(texts_of)), texts_of)
-    return [(rows, token_count(index.encoder.embedder, texts) if counted else None)
+    return [(rows, index.encoder.token_count(texts) if counted else None)
             for rows, (texts, counted) in zip(vectors, jobs)]
-
-
-def token_count(embedder, texts: list[str]) -> int:
-    """The tokens the model reads for these texts, special tokens included: what an API bills as usage."""
-    prefixed = [embedder.prefix + text for text in texts]
-    tokenizer = embedder.model.tokenizer
-    if embedder.static:  # a `tokenizers.Tokenizer`, which reads whole texts
-        return sum(len(encoding.ids) for encoding in tokenizer.encode_batch(prefixed, add_special_tokens=False))
-    ids = tokenizer(prefixed, truncation=True, max_length=embedder.model.max_seq_length)["input_ids"]
-    return sum(len(row) for row in ids)
 
 
 def _joined(jobs: Sequence[list[str]]) -> list[str]:

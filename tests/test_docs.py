@@ -108,3 +108,16 @@ def test_the_readme_links_only_to_pages_that_exist():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     for target in re.findall(r"\]\((docs/[^)#]+)", readme):
         assert (ROOT / target).is_file(), target
+    for page, anchor in re.findall(r"\]\(docs/(lab/[a-z]+\.md)#([a-z0-9-]+)\)", readme):
+        assert f"{{#{anchor}}}" in (ROOT / "docs" / page).read_text(encoding="utf-8"), f"{page}#{anchor}"
+
+
+def test_the_lab_notebook_is_an_index_of_its_pages_that_keeps_every_entrys_old_anchor():
+    """docs/measurements.md lists every entry of docs/lab/, each under the anchor it had when the notebook was one
+    page, so that a link or comment to measurements.md#anchor still lands on it."""
+    index = (ROOT / "docs" / "measurements.md").read_text(encoding="utf-8")
+    assert len(index.splitlines()) <= 200
+    entries = {(page.name, anchor) for page in (ROOT / "docs" / "lab").glob("*.md")
+               for anchor in re.findall(r"^### .* \{#([a-z0-9-]+)\}$", page.read_text(encoding="utf-8"), re.M)}
+    indexed = set(re.findall(r"\]\(lab/([a-z]+\.md)#([a-z0-9-]+)\)\{#\2\}", index))
+    assert len(entries) > 50 and indexed == entries

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
+from polars.testing import assert_frame_equal
 from typer.testing import CliRunner
 
 import pearl
@@ -320,6 +321,18 @@ def test_join_python_api_on_pandas_and_with_a_tiny_model(tiny_text_encoder):
     assert isinstance(inner, pl.DataFrame) and inner["id"].to_list() == ["BE", "LO"]
     with pytest.raises(PearlError, match="--how 'outer'"):
         pearl.join(left, right, "name", "name", how="outer", encoder=StringEncoder())
+
+
+@pytest.mark.parametrize("scoring", [{"threshold": 0.3}, {"string_weight": 0.5}])
+def test_a_fixed_scoring_join_gives_the_same_rows_a_chunk_at_a_time(tiny_text_encoder, monkeypatch, scoring):
+    from pearl.joining import join
+
+    right = pl.DataFrame({"name": ["BERLIN", None, "london", "Pariss", "  ", "berlin", "Lodnon"]})
+    whole = pearl.join(DICTIONARY, right, "name", "name", how="left", encoder=tiny_text_encoder, **scoring)
+    monkeypatch.setattr(join, "CHUNK", 2)  # blanks and nulls fall inside and between chunks
+    assert_frame_equal(pearl.join(DICTIONARY, right, "name", "name", how="left", encoder=tiny_text_encoder,
+                                  **scoring), whole)
+    assert whole.height == right.height and whole["matched"].any()
 
 
 def join_error(left: pl.DataFrame, right: pl.DataFrame, left_on: str, right_on: str, tmp_path: Path, out: Path) -> str:

@@ -23,7 +23,7 @@
   `calibration_quantile` (0.9) quantile of those scores, as AutoFJ uses the left table as
   negative evidence. (A mixture model of the best scores would fit the spike of exact matches
   that real joins have, and cut above every inexact match.) `explain` shows the scores and
-  the cut.
+  the cut. The right names are encoded and searched a chunk (select.CHUNK) at a time.
 - Output: the right table's columns, the left table's (a name taken by both gets `_left`;
   a join where that name is taken too is refused), `score` and `matched`. `how="inner"` keeps
   matched rows only; `how="left"` keeps every right row, with null left columns when
@@ -42,7 +42,7 @@ import polars as pl
 from pearl.errors import PearlError
 from pearl.index.encoder import STRING, Encoder, loaded
 from pearl.index.phrase_index import Index
-from pearl.joining.select import SAMPLE, choose
+from pearl.joining.select import CHUNK, SAMPLE, choose
 from pearl.latin import latin_all
 from pearl.log import get_logger
 from pearl.scores import at_least, check_score, with_string_evidence
@@ -108,15 +108,19 @@ def best_matches(left: pl.DataFrame, right: pl.DataFrame, left_on: str, right_on
     if precision_target is not None:
         return _chosen(left_cells, right_cells, len(right), encoder, precision_target, candidates, sample)
     index = Index.build(left_cells.texts, [str(r) for r in left_cells.rows], encoder=encoder, dedupe=True)
-    scores, rows = index.search(right_cells.texts, candidates if string_weight > 0 else 1)
-    if string_weight > 0:
-        scores = with_string_evidence(scores, rows, latin_all(right_cells.texts), index.latin_names, string_weight)
-    best = np.argmax(scores, axis=1)  # the first of equal scores: the nearer candidate
     left_row = np.full(len(right), -1, dtype=np.int64)
     score = np.full(len(right), np.nan, dtype=np.float32)
-    found = np.take_along_axis(rows, best[:, None], axis=1).ravel()
-    left_row[right_cells.rows] = [int(index.ids[r]) if r >= 0 else -1 for r in found]  # HNSW may find fewer
-    score[right_cells.rows] = np.take_along_axis(scores, best[:, None], axis=1).ravel()
+    right_rows = np.asarray(right_cells.rows)
+    # CHUNK right names encoded and searched at a time, as the chooser applies its choice: memory stays a chunk's
+    for start in range(0, len(right_cells.texts), CHUNK):
+        names, at = right_cells.texts[start:start + CHUNK], right_rows[start:start + CHUNK]
+        scores, rows = index.search(names, candidates if string_weight > 0 else 1)
+        if string_weight > 0:
+            scores = with_string_evidence(scores, rows, latin_all(names), index.latin_names, string_weight)
+        best = np.argmax(scores, axis=1)  # the first of equal scores: the nearer candidate
+        found = np.take_along_axis(rows, best[:, None], axis=1).ravel()
+        left_row[at] = [int(index.ids[r]) if r >= 0 else -1 for r in found]  # HNSW may find fewer
+        score[at] = np.take_along_axis(scores, best[:, None], axis=1).ravel()
     if threshold is not None:
         return JoinScores(left_row, score, threshold, "given")
     return JoinScores(left_row, score, left_neighbour_cut(index, string_weight, calibration_quantile),

@@ -636,12 +636,10 @@ def serve(
 @app.command()
 def report(params: ParamsOption = Path("params.yaml"), set_: SetOption = None) -> None:
     """Summarise the benchmark metrics → metrics/summary.json and metrics/summary.md."""
-    from pearl.report.summary import write_report
+    from pearl.report.summary import write_params_report
 
     def summarise(p: Params) -> None:
-        write_report(Path("metrics"), [*p.bench.tasks, *p.bench.burt_tasks], [*p.bench.tune_tasks, *p.bench.burt_tune_tasks],
-                     p.bench.string_tasks, p.model.backbone,
-                     Path("metrics/summary.json"), Path("metrics/summary.md"))
+        write_params_report(p, Path("metrics"), Path("metrics/summary.json"), Path("metrics/summary.md"))
         typer.echo(Path("metrics/summary.md").read_text())
 
     _run(summarise, params, set_)

@@ -254,3 +254,21 @@ def test_a_bad_benchmark_file_fails_before_the_model_loads(tmp_path, monkeypatch
     with pytest.raises(PearlError, match="ppdb.json"):
         run.run_task(ctx, "ppdb")
     assert loads == []  # the model libraries' import alone takes seconds
+
+
+def test_a_probe_row_shows_its_majority_class_and_a_probe_stuck_on_it_is_flagged(tmp_path):
+    from pearl.report.baselines import majority_shares
+    from tests.reliability.conftest import toy_short_text
+
+    (tmp_path / "data" / "ppdb").mkdir(parents=True)
+    (tmp_path / "data" / "ppdb" / "ppdb.json").write_text(json.dumps(
+        [["a b", "c d", "pos"], ["a b", "c d", "pos"], ["e f", "g h", "pos"], ["i j", "k l", "neg"]]))
+    toy_short_text(tmp_path / "short")  # test queries: flights twice, abbreviations twice, per four
+    shares = majority_shares(["ppdb", "ppdb_clean", "atis_s", "turney"], tmp_path / "data", tmp_path / "short")
+    assert shares == {"ppdb": 75.0, "ppdb_clean": 66.67, "atis_s": 50.0}  # the clean set counts "a b / c d" once
+    _write(tmp_path / "bench", "static", "atis_s", score=50.0, n=12, std=0.0, seeds=10)
+    _write(tmp_path / "bench", "model", "atis_s", score=90.0, n=12, std=1.5, seeds=10)
+    text = report.markdown(tmp_path, report.summarise(tmp_path, ["atis_s"], [], []), ["atis_s"], [], [], "b", shares)
+    assert "| PEARL-static (ours) | 50.0 ± 0.0 ⚑ |" in text and "| PEARL-small (ours) | 90.0 ± 1.5 |" in text
+    assert "| Majority class (no model) | 50.0 |" in text
+    assert "- ⚑ PEARL-static (ours) on ATIS-S: all 10 probe seeds gave 50.00, the majority class's share" in text

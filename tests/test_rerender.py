@@ -9,15 +9,14 @@ from pathlib import Path
 from pearl.experiments.definitions import load_tables
 from pearl.experiments.results import write_results
 from pearl.params import load_params
-from pearl.report.summary import write_report
+from pearl.report.summary import write_params_report
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_the_report_rerenders_from_the_committed_metrics(tmp_path):
-    p = load_params(ROOT / "params.yaml")
-    write_report(ROOT / "metrics", [*p.bench.tasks, *p.bench.burt_tasks], [*p.bench.tune_tasks, *p.bench.burt_tune_tasks],
-                 p.bench.string_tasks, p.model.backbone, tmp_path / "summary.json", tmp_path / "summary.md")
+    write_params_report(load_params(ROOT / "params.yaml"), ROOT / "metrics", tmp_path / "summary.json",
+                        tmp_path / "summary.md")
     for name in ("summary.md", "summary.json"):
         assert (tmp_path / name).read_bytes() == (ROOT / "metrics" / name).read_bytes(), \
             f"metrics/{name} is not what `pearl report` makes of the committed metrics"

@@ -7,11 +7,15 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pearl.artifacts import atomic_path, write_json
 from pearl.errors import PearlError
 from pearl.bench.task_names import (BURT_TABLE_TASKS, BURT_TUNE_TABLE_TASKS, CLEAN_PPDB_TASKS, GENERAL_TASKS,
                                     NAME_TUNE_TASKS, PEARL_TUNE_TASKS, PHRASE_TASKS, SHORT_TEXT_TASKS, TUNE_MEAN_TASKS)
+
+if TYPE_CHECKING:
+    from pearl.params import Params
 
 TITLES = {
     "ppdb": "PPDB", "ppdb_filtered": "PPDB filtered", "turney": "Turney", "bird": "BIRD", "yago": "YAGO",
@@ -131,15 +135,24 @@ def _label(system: str, backbone: str) -> str:
             "burt-small": "BURT-small (BURT's recipe, offline data)"}.get(system, "PEARL-small (ours)")
 
 
+def _constant(result: dict) -> bool:
+    """Every probe seed gave the same score: the probe most likely answers one class for every item."""
+    return result.get("std") == 0 and (result.get("seeds") or 0) > 1
+
+
 def _cell(results: dict[str, dict], scores: dict[str, float], column: str) -> str:
     if column not in scores:
         return "–"
     spread = results.get(column, {}).get("std")
-    return f"{scores[column]:.1f} ± {spread:.1f}" if spread is not None else f"{scores[column]:.1f}"
+    if spread is None:
+        return f"{scores[column]:.1f}"
+    return f"{scores[column]:.1f} ± {spread:.1f}" + (" ⚑" if _constant(results[column]) else "")
 
 
 def markdown(metrics_root: Path, summary: dict, tasks: list[str], tune_tasks: list[str],
-             string_tasks: list[str], backbone: str) -> str:
+             string_tasks: list[str], backbone: str, majority: dict[str, float] | None = None) -> str:
+    """`majority`: each probe task's majority-class share (pearl.report.baselines), a row of its own."""
+    majority = majority or {}
     lines, loaded = [], {}
     for suite, suite_tasks in (("test", tasks), ("tune", tune_tasks)):
         results = loaded[suite] = load_results(metrics_root, suite, suite_tasks, string_tasks)
@@ -155,6 +168,9 @@ def markdown(metrics_root: Path, summary: dict, tasks: list[str], tune_tasks: li
                 if any(c in scores.get(system, {}) for c in columns):
                     cells = " | ".join(_cell(system_results, scores[system], c) for c in columns)
                     lines.append(f"| {_label(system, backbone)} | {cells} |")
+            if suite == "test" and any(c in majority for c in columns):
+                lines.append("| Majority class (no model) | " + " | ".join(
+                    f"{majority[c]:.1f}" if c in majority else "–" for c in columns) + " |")
             for row, name in (("delta", "Δ (PEARL-small − backbone)"),
                               ("margin_over_best_offshelf", "Δ (PEARL-small − best off-the-shelf)"),
                               ("pearl_base_margin_over_best_offshelf", "Δ (PEARL-base − best off-the-shelf)"),
@@ -174,6 +190,7 @@ def markdown(metrics_root: Path, summary: dict, tasks: list[str], tune_tasks: li
     if "atis_s" in base:
         lines.append(f"- ATIS-S holds queries of at most {base['atis_s']['length_cut_tokens']} tokens (the lower median of train), ATIS-L the longer ones.")
     lines.append("- PPDB clean: unordered pairs once, no phrase on two sides of a split (pearl/bench/ppdb_split.py).")
+    lines += _probe_notes(loaded["test"], majority, backbone)
     if any("burt-small" in systems for systems in loaded.values()):
         lines.append("- BURT's Table 2, offline subset: its STS12–16, SemEval-2013 Task 5(a), SCWS and PPDB phrase-similarity "
                      "columns have no offline copy. SICK-R here is the Spearman ρ of cosines on SICK TEST (SentEval fits a "
@@ -183,6 +200,23 @@ def markdown(metrics_root: Path, summary: dict, tasks: list[str], tune_tasks: li
     lines.append("- Scores in percent: accuracy (PPDB, Turney, retrieval, AutoFJ, ATIS), Pearson r × 100 (BIRD), "
                  "Spearman ρ × 100 (word similarity, STS-B), NMI × 100 (clustering); ties credited 1/k.")
     return "\n".join(lines) + "\n"
+
+
+def _probe_notes(results: dict[str, dict[str, dict]], majority: dict[str, float], backbone: str) -> list[str]:
+    notes = []
+    if majority:
+        notes.append("- Majority class: the accuracy of a probe that answers the most frequent class for every test item "
+                     "(ATIS: of its test queries; PPDB: of the whole set, the deduplicated one for the clean tasks, "
+                     "which each seed's random test split matches in expectation).")
+    for system, by_task in results.items():
+        for task, result in by_task.items():
+            if task in majority and _constant(result):
+                same = abs(result["score"] - majority[task]) < 0.05
+                notes.append(f"- ⚑ {_label(system, backbone)} on {TITLES[task]}: all {result['seeds']} probe seeds gave "
+                             f"{result['score']:.2f}" + (", the majority class's share: the probe answers one class for "
+                                                         "every item, so this score and the Δ rows beside it measure "
+                                                         "that, not the vectors." if same else "."))
+    return notes
 
 
 def bench_minutes(loaded: dict[str, dict[str, dict]], backbone: str) -> list[str]:
@@ -202,9 +236,20 @@ def bench_minutes(loaded: dict[str, dict[str, dict]], backbone: str) -> list[str
 
 
 def write_report(metrics_root: Path, tasks: list[str], tune_tasks: list[str], string_tasks: list[str], backbone: str,
-                 summary_json: Path, summary_md: Path) -> dict:
+                 summary_json: Path, summary_md: Path, majority: dict[str, float] | None = None) -> dict:
     summary = summarise(metrics_root, tasks, tune_tasks, string_tasks)
     write_json(summary, summary_json)
     with atomic_path(summary_md) as tmp:
-        tmp.write_text(markdown(metrics_root, summary, tasks, tune_tasks, string_tasks, backbone))
+        tmp.write_text(markdown(metrics_root, summary, tasks, tune_tasks, string_tasks, backbone, majority))
     return summary
+
+
+def write_params_report(p: Params, metrics_root: Path, summary_json: Path, summary_md: Path) -> dict:
+    """The report stage: params.yaml's suites and string tasks, and the probe tasks' majority classes read from its
+    data folders."""
+    from pearl.report.baselines import majority_shares
+
+    majority = majority_shares(p.bench.tasks, Path(p.bench.data_dir), Path(p.bench.short_text_dir))
+    return write_report(metrics_root, [*p.bench.tasks, *p.bench.burt_tasks],
+                        [*p.bench.tune_tasks, *p.bench.burt_tune_tasks], p.bench.string_tasks, p.model.backbone,
+                        summary_json, summary_md, majority)

@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -24,24 +23,18 @@ from pathlib import Path
 import numpy as np
 
 from install_size import install, uv
-from verbs_scale import ROOT, Names, baseline_code, run_child
+from peers import machine
+from verbs_scale import ROOT, Names, baseline_code, child_env, run_child
 
 MODELS = ("models/pearl-static", "models/pearl")
 IMPORTED = ("import sys; from pearl.cli import main\ntry: main(sys.argv[1:])\nexcept SystemExit: pass\n"
             "print('torch' in sys.modules)")
 
 
-def cpu_model() -> str:
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return platform.processor()
-
-
 def markdown(rows: list[dict], args) -> str:
     lines = [f"Measured {date.today()} by `python benchmarks/embed_command.py`: `pearl embed --input names.txt --model M "
              f"--out vectors.npy` of {args.names:,} GeoNames names (seed {args.seed}), the whole command as a user "
-             f"starts it, {os.cpu_count()} cores ({cpu_model()}); fastest of {args.rounds} alternating rounds.", "",
+             f"starts it, {os.cpu_count()} cores ({machine()['cpu']}); fastest of {args.rounds} alternating rounds.", "",
              "| model | install and code | seconds | every round | peak GB | torch imported |",
              "|---|---|---:|---|---:|---|"]
     for row in rows:
@@ -91,10 +84,9 @@ def main() -> None:
                     print(json.dumps({"model": model, "install": name, "seconds": round(seconds, 2)}), flush=True)
             for (model, name), row in runs.items():  # torch's import, outside the timed rounds
                 python, code = installs[name]
-                env = {**os.environ, "PYTHONPATH": str(code)} if code is not None else dict(os.environ)
                 ran = subprocess.run([python, "-P", "-c", IMPORTED, "embed", "zurich", "--model", str(ROOT / model),
-                                      "--out", str(work / "one.npy")], capture_output=True, text=True, env=env,
-                                     cwd=work, check=True)
+                                      "--out", str(work / "one.npy")], capture_output=True, text=True,
+                                     env=child_env(code), cwd=work, check=True)
                 row["torch"] = ran.stdout.strip().splitlines()[-1] == "True"
         finally:
             if args.baseline:

@@ -119,10 +119,15 @@ def right_table(names: Names, n: int, seed: int) -> tuple[list[str], list[int], 
     return [texts[i] for i in order], [source[i] for i in order], [true_cities[i] for i in order]
 
 
+def child_env(code: Path | None) -> dict[str, str]:
+    """The environment of a child that imports pearl from `code` (None: the pearl its venv installed)."""
+    return {**os.environ, "PYTHONPATH": str(code)} if code is not None else dict(os.environ)
+
+
 def run_child(command: list[str], code: Path | None, python: str = sys.executable) -> tuple[float, float, str]:
     """(wall seconds, peak resident GB, stdout and stderr) of one CLI run with pearl imported from `code` (None: the
     pearl that `python`'s venv installed)."""
-    env = {**os.environ, "PYTHONPATH": str(code)} if code is not None else dict(os.environ)
+    env = child_env(code)
     started = time.perf_counter()
     with tempfile.TemporaryFile("w+") as output:
         # -P: `python -c` puts its working folder (ROOT, today's code) before PYTHONPATH, and the baseline ran it

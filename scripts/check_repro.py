@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import statistics
 import subprocess
 import sys
@@ -109,8 +110,7 @@ def cpu() -> str:
     model = next((line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name")), "?")
     flags = next((line.split(":", 1)[1].split() for line in info.splitlines() if line.startswith("flags")), [])
     simd = [flag for flag in ("avx2", "avx512f", "avx512_bf16", "amx_tile") if flag in flags]
-    return f"{model}, {len(set(line for line in info.splitlines() if line.startswith('processor')))} cores, " \
-           f"{' '.join(simd) or 'no AVX2'}"
+    return f"{model}, {os.cpu_count()} cores, {' '.join(simd) or 'no AVX2'}"
 
 
 def main() -> None:

@@ -46,11 +46,12 @@ class StaticEmbedder:
         self.model = StaticModel.from_pretrained(root, normalize=False, max_length=None)
         config = json.loads((root / CONFIG).read_text(encoding="utf-8"))
         self.spelling_weight = float(config.get("spelling_weight") or 0.0)
-        self.spelling = _spelling_vectorizer(int(config["spelling_features"])) if self.spelling_weight else None
+        buckets = int(config["spelling_features"]) if self.spelling_weight else 0
+        self.spelling = _spelling_vectorizer(buckets) if buckets else None
         self.prompt = _default_prompt(root)
         self.prefix = prefix
         self.batch_size = batch_size
-        self.dimension = self.model.dim + (int(config["spelling_features"]) if self.spelling else 0)
+        self.dimension = self.model.dim + buckets
         if self.dimension != config.get("dimension", self.dimension):
             raise PearlError(f"{root / CONFIG}: dimension {config['dimension']}, but its token vectors and 3-gram "
                              f"block make {self.dimension}; the export is damaged: run `dvc repro static`")

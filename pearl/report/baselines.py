@@ -8,8 +8,6 @@ from pathlib import Path
 
 from pearl.bench import data, ppdb_split
 
-PROBE_TASKS = ("ppdb", "ppdb_filtered", "ppdb_clean", "ppdb_filtered_clean", "atis_s", "atis_l")
-
 
 def _share(labels: list[int]) -> float:
     return round(100 * Counter(labels).most_common(1)[0][1] / len(labels), 2)
@@ -25,10 +23,11 @@ def majority_shares(tasks: list[str], data_dir: Path, short_text_dir: Path) -> d
         for task, part in (("atis_s", 0), ("atis_l", 1)):
             if task in tasks:
                 shares[task] = _share(atis.splits["test"][part].labels)
-    for task in ("ppdb", "ppdb_filtered", "ppdb_clean", "ppdb_filtered_clean"):
-        if task in tasks:
-            pairs = data.load_ppdb(data_dir, filtered="filtered" in task)
-            if task.endswith("_clean"):
-                pairs = ppdb_split.unordered_unique(pairs).pairs
-            shares[task] = _share(pairs.labels)
+    for raw, clean, filtered in (("ppdb", "ppdb_clean", False), ("ppdb_filtered", "ppdb_filtered_clean", True)):
+        if {raw, clean} & set(tasks):  # each file read once for its task and its clean twin
+            pairs = data.load_ppdb(data_dir, filtered)
+            if raw in tasks:
+                shares[raw] = _share(pairs.labels)
+            if clean in tasks:
+                shares[clean] = _share(ppdb_split.unordered_unique(pairs).pairs.labels)
     return shares
